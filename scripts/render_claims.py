@@ -1,0 +1,23 @@
+"""Gather every claim's verdict JSON into results/claims.md."""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from attncap.claims import render_markdown
+from attncap.runtime import atomic_path
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("claims", nargs="+")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    documents = [json.loads(Path(p).read_text()) for p in args.claims]
+    with atomic_path(args.out) as tmp:
+        tmp.write_text(render_markdown(documents))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

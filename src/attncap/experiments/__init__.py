@@ -1,0 +1,1 @@
+"""Experiment drivers: one module per claim, turning a config section into tidy result tables."""

@@ -1,0 +1,123 @@
+"""A small pre-LayerNorm language-model stack on a model axis, with any registered mixer per model.
+
+Used by the trained associative-recall experiment (claim 1) and the swap task (claim 5). Models that
+share a shape share one forward pass; models with different mixers are run slice by slice.
+"""
+from __future__ import annotations
+
+import itertools
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .layers import BatchedEmbedding, BatchedLayerNorm, BatchedLinear
+from .mixers import SOFTMAX_MIXERS, mix
+
+
+def rotary(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """Rotary position embedding on the last axis of (..., T, d) (d even), rotate-half convention."""
+    length, dim = x.shape[-2], x.shape[-1]
+    half = dim // 2
+    freq = base ** (-torch.arange(half, dtype=x.dtype, device=x.device) / half)
+    angle = torch.arange(length, dtype=x.dtype, device=x.device)[:, None] * freq[None, :]
+    cos, sin = angle.cos(), angle.sin()
+    x1, x2 = x[..., :half], x[..., half : 2 * half]
+    rotated = torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+    return torch.cat([rotated, x[..., 2 * half :]], dim=-1)
+
+
+def contiguous_groups(names: list[str]) -> list[tuple[str, int, int]]:
+    """[(name, start, stop)] for runs of equal names; models must be ordered by mixer."""
+    out, start = [], 0
+    for name, run in itertools.groupby(names):
+        size = len(list(run))
+        out.append((name, start, start + size))
+        start += size
+    if len({g[0] for g in out}) != len(out):
+        raise ValueError("models with the same mixer must be adjacent on the model axis")
+    return out
+
+
+class MixerBlock(nn.Module):
+    """Pre-LN residual block: x + Mixer(LN(x)), then x + MLP(LN(x))."""
+
+    def __init__(self, seeds, mixers, d_model, n_heads, mlp_ratio, positional, salt):
+        super().__init__()
+        n = len(seeds)
+        self.groups = contiguous_groups(list(mixers))
+        self.n_heads = n_heads
+        self.positional = positional
+        self.norm1 = BatchedLayerNorm(n, d_model)
+        self.qkv = BatchedLinear(seeds, d_model, 3 * d_model, bias=False, salt=salt + 1)
+        self.out = BatchedLinear(seeds, d_model, d_model, bias=False, salt=salt + 2)
+        self.mlp_ratio = mlp_ratio
+        if mlp_ratio:
+            self.norm2 = BatchedLayerNorm(n, d_model)
+            self.up = BatchedLinear(seeds, d_model, mlp_ratio * d_model, salt=salt + 3)
+            self.down = BatchedLinear(seeds, mlp_ratio * d_model, d_model, salt=salt + 4)
+
+    def mixer_output(self, x: torch.Tensor) -> torch.Tensor:
+        m, b, t, d = x.shape
+        q, k, v = self.qkv(x).view(m, b, t, 3, self.n_heads, d // self.n_heads).permute(3, 0, 1, 4, 2, 5)
+        parts = []
+        for name, lo, hi in self.groups:
+            qs, ks = q[lo:hi], k[lo:hi]
+            if self.positional == "rotary" and name in SOFTMAX_MIXERS:
+                qs, ks = rotary(qs), rotary(ks)
+            parts.append(mix(name, qs, ks, v[lo:hi]))
+        mixed = torch.cat(parts) if len(parts) > 1 else parts[0]
+        return self.out(mixed.transpose(2, 3).reshape(m, b, t, d))
+
+    def forward(self, x):
+        x = x + self.mixer_output(self.norm1(x))
+        if self.mlp_ratio:
+            x = x + self.down(F.gelu(self.up(self.norm2(x))))
+        return x
+
+
+class BatchedLM(nn.Module):
+    """Token embedding (+ learned positions when positional='learned') → blocks → LN → unembedding."""
+
+    def __init__(self, seeds, mixers, *, vocab: int, d_model: int, n_layers: int, n_heads: int = 1,
+                 max_len: int = 512, mlp_ratio: int = 4, positional: str = "learned"):
+        super().__init__()
+        if len(mixers) != len(seeds):
+            raise ValueError("one mixer name per model")
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        n = len(seeds)
+        self.positional = positional
+        self.embed = BatchedEmbedding(seeds, vocab, d_model, salt=11, std=0.02 * d_model**0.5)
+        if positional == "learned":
+            self.position = BatchedEmbedding(seeds, max_len, d_model, salt=13, std=0.02 * d_model**0.5)
+        self.blocks = nn.ModuleList(
+            MixerBlock(seeds, mixers, d_model, n_heads, mlp_ratio, positional, salt=100 * (i + 1))
+            for i in range(n_layers)
+        )
+        self.norm = BatchedLayerNorm(n, d_model)
+        self.unembed = BatchedLinear(seeds, d_model, vocab, bias=False, salt=17)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens)
+        if self.positional == "learned":
+            pos = torch.arange(tokens.shape[-1], device=tokens.device).expand_as(tokens)
+            x = x + self.position(pos)
+        for block in self.blocks:
+            x = block(x)
+        return self.unembed(self.norm(x))
+
+
+def masked_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Per-model mean cross-entropy over positions whose target is not -100; logits (M,B,T,V)."""
+    loss = F.cross_entropy(logits.flatten(1, 2).transpose(1, 2), targets.flatten(1), ignore_index=-100,
+                           reduction="none")
+    mask = (targets.flatten(1) != -100).to(loss.dtype)
+    return (loss * mask).sum(1) / mask.sum(1).clamp(min=1)
+
+
+def masked_accuracy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Per-model accuracy over positions whose target is not -100."""
+    mask = targets != -100
+    correct = (logits.argmax(-1) == targets) & mask
+    return correct.flatten(1).sum(1).double() / mask.flatten(1).sum(1).clamp(min=1).double()

@@ -1,0 +1,123 @@
+"""Run-time plumbing shared by every script: atomic writes, provenance, device and thread selection.
+
+Everything a job writes goes through `atomic_path`, so an interrupted job never leaves a file that
+Snakemake (or a reader) could mistake for a finished one.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+
+_PACKAGES = ("torch", "numpy", "scipy", "pandas", "snakemake")
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike):
+    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_csv(frame: pd.DataFrame, path) -> None:
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False, float_format="%.10g")
+
+
+def write_json(obj, path) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
+
+
+def _json_default(value):
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def git_revision(default: str = "unknown") -> str:
+    """The checkout's commit (with '+dirty' when the tree has changes), or `default` outside git."""
+    try:
+        root = Path(__file__).resolve().parents[2]
+        rev = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
+                             capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return rev + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return default
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
+def resolve_device(requested: str = "auto") -> str:
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("config asks for device 'cuda' but torch sees no CUDA device")
+    return requested
+
+
+def configure_torch(threads: int, seed: int | None = None) -> None:
+    """Make torch use exactly the threads Snakemake granted this job, deterministically."""
+    import torch
+
+    torch.set_num_threads(max(1, int(threads)))
+    with contextlib.suppress(RuntimeError):
+        torch.set_num_interop_threads(1)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    if seed is not None:
+        torch.manual_seed(seed)
+
+
+def provenance(device: str = "cpu", tier: str = "unknown") -> dict[str, str]:
+    """Columns stamped on every run row: where, with what, from which revision."""
+    versions = package_versions()
+    return {
+        "tier": tier,
+        "device": device,
+        "git_revision": git_revision(),
+        "python": platform.python_version(),
+        **{f"version_{k}": v for k, v in versions.items()},
+    }
+
+
+class Stopwatch:
+    """Wall-clock timer used for the `wall_time_s` column."""
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+        self.seconds = 0.0
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.start
+        return False

@@ -1,0 +1,130 @@
+"""One training loop for every claim: many tiny models stacked on a leading model axis.
+
+A batched model keeps every parameter with shape (M, ...) and returns one loss per model. The
+loop minimises the *sum* of those losses; because Adam/AdamW are element-wise, weight decay is
+element-wise and gradient clipping here is per model, model m follows exactly the trajectory it
+would follow if trained alone (tests check this).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from typing import Callable, Iterable
+
+import torch
+from torch import nn
+from tqdm import tqdm
+
+
+@dataclasses.dataclass
+class TrainSettings:
+    steps: int
+    lr: float
+    optimizer: str = "adamw"  # adam | adamw
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    warmup_steps: int = 0
+    schedule: str = "constant"  # constant | cosine | linear
+    final_lr_fraction: float = 0.0  # cosine/linear decay to lr * this
+    clip_norm: float | None = None
+    schedule_every: int = 1  # apply the schedule in units of this many steps (e.g. per epoch)
+
+
+def lr_factor(step: int, s: TrainSettings) -> float:
+    """Multiplier of the base learning rate at optimizer step `step` (0-based)."""
+    if s.warmup_steps and step < s.warmup_steps:
+        return (step + 1) / s.warmup_steps
+    if s.schedule == "constant":
+        return 1.0
+    unit = step // s.schedule_every
+    total = max(1, math.ceil(s.steps / s.schedule_every) - 1 - s.warmup_steps // s.schedule_every)
+    progress = min(1.0, max(0.0, (unit - s.warmup_steps // s.schedule_every) / total))
+    if s.schedule == "cosine":
+        return s.final_lr_fraction + (1 - s.final_lr_fraction) * 0.5 * (1 + math.cos(math.pi * progress))
+    if s.schedule == "linear":
+        return 1.0 + (s.final_lr_fraction - 1.0) * progress
+    raise ValueError(f"unknown schedule {s.schedule!r}")
+
+
+def clip_per_model(parameters: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:
+    """Clip each model's gradient (slice m of every parameter) to global norm `max_norm`."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return torch.zeros(0)
+    squared = sum(g.reshape(g.shape[0], -1).pow(2).sum(1) for g in grads)
+    norms = squared.sqrt()
+    scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
+    return norms
+
+
+def make_optimizer(model: nn.Module, s: TrainSettings) -> torch.optim.Optimizer:
+    if s.optimizer == "adam":
+        return torch.optim.Adam(model.parameters(), lr=s.lr, betas=s.betas, weight_decay=s.weight_decay)
+    if s.optimizer == "adamw":
+        return torch.optim.AdamW(model.parameters(), lr=s.lr, betas=s.betas, weight_decay=s.weight_decay)
+    raise ValueError(f"unknown optimizer {s.optimizer!r}")
+
+
+def train_batched(
+    model: nn.Module,
+    next_batch: Callable[[int], object],
+    loss_fn: Callable[[nn.Module, object], torch.Tensor],
+    settings: TrainSettings,
+    *,
+    desc: str = "train",
+    on_step: Callable[[int, torch.Tensor, object], bool | None] | None = None,
+) -> dict:
+    """Train a batched model; `loss_fn` returns one loss per model (shape (M,)).
+
+    `next_batch(step)` supplies the data (each model's slice drawn from its own generator);
+    `on_step(step, losses, batch)` may record metrics and return True to stop early.
+    Returns the per-step mean loss history and the number of steps run.
+    """
+    optimizer = make_optimizer(model, settings)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, settings))
+    params = [p for p in model.parameters() if p.requires_grad]
+    history = []
+    step = 0
+    bar = tqdm(range(settings.steps), desc=desc, file=sys.stderr, mininterval=5.0, ascii=True)
+    for step in bar:
+        batch = next_batch(step)
+        losses = loss_fn(model, batch)
+        optimizer.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        if settings.clip_norm is not None:
+            clip_per_model(params, settings.clip_norm)
+        optimizer.step()
+        scheduler.step()
+        detached = losses.detach()
+        history.append(float(detached.mean()))
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{history[-1]:.4f}")
+        if on_step is not None and on_step(step, detached, batch):
+            break
+    bar.close()
+    return {"loss_history": history, "steps_run": step + 1}
+
+
+def stacked_init(factory: Callable[[], nn.Module], seeds: Iterable[int]) -> dict[str, torch.Tensor]:
+    """Initialise one module per seed with PyTorch's own init and stack its tensors on axis 0.
+
+    Seeding the global generator per model makes model m's initial weights independent of which
+    other models share its batch.
+    """
+    stacks: dict[str, list[torch.Tensor]] = {}
+    state = torch.random.get_rng_state()
+    for seed in seeds:
+        torch.manual_seed(int(seed))
+        module = factory()
+        for name, tensor in module.state_dict().items():
+            stacks.setdefault(name, []).append(tensor.detach().clone())
+    torch.random.set_rng_state(state)
+    return {name: torch.stack(tensors) for name, tensors in stacks.items()}
+
+
+def generators(seeds: Iterable[int], offset: int = 0) -> list[torch.Generator]:
+    """One torch.Generator per model, for data that depends on that model's seed only."""
+    return [torch.Generator().manual_seed(int(seed) * 1_000_003 + offset) for seed in seeds]

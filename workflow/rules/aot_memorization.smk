@@ -1,0 +1,1 @@
+# Claim branch 'aot_memorization': not built yet (see its issue).

@@ -1,0 +1,1 @@
+# Claim branch 'mha_memorization': not built yet (see its issue).

@@ -1,0 +1,72 @@
+# Claim 1: linear vs softmax attention as associative memory (E1-E4 Monte Carlo, E5 trained MQAR).
+RC = "retrieval_capacity"
+RC_FIGURES = ["linear_error", "softmax_capacity", "snr", "log2_law", "mqar_accuracy"]
+RC_TABLES = ["blog_table", "softmax_capacity", "log2_law", "mqar_accuracy"]
+RC_MC = ["E1", "E2", "E3", "E4"]
+register_claim(RC, RC_FIGURES, RC_TABLES)
+
+
+def rc_mqar_parts():
+    return [f"d{d}" for d in config[RC]["E5"]["d_model"]]
+
+
+rule experiment_retrieval_capacity:
+    output:
+        "results/retrieval_capacity/runs/{experiment}.csv",
+    wildcard_constraints:
+        experiment="E[1-4]",
+    params:
+        spec=lambda w: spec_json(RC, w.experiment),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    log:
+        "results/logs/retrieval_capacity/{experiment}.log",
+    benchmark:
+        "results/benchmarks/retrieval_capacity/{experiment}.tsv"
+    shell:
+        experiment_command(RC, "{wildcards.experiment}")
+
+
+rule train_retrieval_capacity:
+    output:
+        "results/retrieval_capacity/runs/E5_{part}.csv",
+    params:
+        spec=lambda w: spec_json(RC, "E5"),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+        gpu=1 if config["device"] == "cuda" else 0,
+    log:
+        "results/logs/retrieval_capacity/E5_{part}.log",
+    benchmark:
+        "results/benchmarks/retrieval_capacity/E5_{part}.tsv"
+    shell:
+        experiment_command(RC, "E5", "{wildcards.part}")
+
+
+rule analyze_retrieval_capacity:
+    input:
+        expand("results/retrieval_capacity/runs/{experiment}.csv", experiment=RC_MC),
+        lambda w: expand("results/retrieval_capacity/runs/E5_{part}.csv", part=rc_mqar_parts()),
+    output:
+        claims="results/claims/retrieval_capacity.json",
+        summary="results/retrieval_capacity/summary.csv",
+    log:
+        "results/logs/retrieval_capacity/analyze.log",
+    shell:
+        analyze_command(RC)
+
+
+rule notebook_retrieval_capacity:
+    input:
+        rules.analyze_retrieval_capacity.input,
+        rules.analyze_retrieval_capacity.output,
+    output:
+        notebook_outputs(RC, RC_FIGURES, RC_TABLES),
+    log:
+        "results/logs/retrieval_capacity/notebook.log",
+    shell:
+        notebook_command(RC)

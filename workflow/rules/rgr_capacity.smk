@@ -1,0 +1,1 @@
+# Claim branch 'rgr_capacity': not built yet (see its issue).

@@ -1,0 +1,1 @@
+# Claim branch 'swap_state_tracking': not built yet (see its issue).
