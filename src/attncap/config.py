@@ -63,6 +63,9 @@ def validate_config(config: dict) -> dict:
     validator = jsonschema.Draft202012Validator(load_schema())
     problems = [_describe(e) for e in sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))]
     if not problems:
+        problems += [f"claims: {c!r} is enabled but the config has no '{c}' section"
+                     for c in config["claims"] if c not in config]
+    if not problems:
         for claim in config.get("claims", []):
             module = importlib.import_module(f"attncap.experiments.{claim}")
             check = getattr(module, "check_config", None)

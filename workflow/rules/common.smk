@@ -19,14 +19,26 @@ def experiment_command(claim, experiment, part="all"):
     )
 
 
-def notebook_outputs(claim, figures, tables):
-    """Outputs of a claim's notebook rule: captioned figures (for the report), tables, notebook, HTML."""
+def notebook_files(claim, figures, tables, captioned=False):
+    """A claim notebook's outputs: figures (captioned for the report when asked), tables, notebook, HTML."""
+    figure_paths = [f"results/figures/{claim}_{name}.png" for name in figures]
+    if captioned:
+        figure_paths = [report(path, caption=f"../report/{claim}/{name}.rst", category=claim)
+                        for path, name in zip(figure_paths, figures)]
     return (
-        [report(f"results/figures/{claim}_{name}.png", caption=f"../report/{claim}/{name}.rst",
-                category=claim) for name in figures]
+        figure_paths
         + [f"results/tables/{claim}_{name}.csv" for name in tables]
         + [f"results/notebooks/{claim}.ipynb", f"results/notebooks/{claim}.html"]
     )
+
+
+def notebook_outputs(claim, figures, tables):
+    return notebook_files(claim, figures, tables, captioned=True)
+
+
+def register_claim(claim, figures, tables):
+    """Declare what `rule all` builds for a claim: its verdict JSON and every notebook output."""
+    FINAL_TARGETS[claim] = [f"results/claims/{claim}.json"] + notebook_files(claim, figures, tables)
 
 
 def notebook_command(claim):
@@ -41,18 +53,4 @@ def analyze_command(claim):
     return (
         f"python scripts/evaluate_claim.py {claim} {{input}} --tier {TIER} "
         f"--json {{output.claims}} --summary {{output.summary}} 2> {{log}}"
-    )
-
-
-def register_claim(claim, figures, tables):
-    FINAL_TARGETS[claim] = [f"results/claims/{claim}.json"] + [
-        str(path) for path in notebook_outputs_plain(claim, figures, tables)
-    ]
-
-
-def notebook_outputs_plain(claim, figures, tables):
-    return (
-        [f"results/figures/{claim}_{name}.png" for name in figures]
-        + [f"results/tables/{claim}_{name}.csv" for name in tables]
-        + [f"results/notebooks/{claim}.ipynb", f"results/notebooks/{claim}.html"]
     )
