@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -67,8 +68,9 @@ def validate_config(config: dict) -> dict:
                      for c in config["claims"] if c not in config]
     if not problems:
         for claim in config.get("claims", []):
-            module = importlib.import_module(f"attncap.experiments.{claim}")
-            check = getattr(module, "check_config", None)
+            if importlib.util.find_spec(f"attncap.experiments.{claim}") is None:
+                continue
+            check = getattr(importlib.import_module(f"attncap.experiments.{claim}"), "check_config", None)
             if check is not None and claim in config:
                 problems += [f"{claim}.{p}" for p in check(config[claim])]
     if problems:

@@ -29,6 +29,10 @@ class TrainSettings:
     final_lr_fraction: float = 0.0  # cosine/linear decay to lr * this
     clip_norm: float | None = None
     schedule_every: int = 1  # apply the schedule in units of this many steps (e.g. per epoch)
+    # Units over which cosine/linear decay runs. None: the last unit reaches final_lr_fraction. An int
+    # T reproduces torch's LinearLR(total_iters=T) stepped once per unit: unit u gets progress u/T, so
+    # with T = number of epochs the final epoch stops one step short of the final value.
+    schedule_span: int | None = None
 
 
 def lr_factor(step: int, s: TrainSettings) -> float:
@@ -38,7 +42,10 @@ def lr_factor(step: int, s: TrainSettings) -> float:
     if s.schedule == "constant":
         return 1.0
     unit = step // s.schedule_every
-    total = max(1, math.ceil(s.steps / s.schedule_every) - 1 - s.warmup_steps // s.schedule_every)
+    if s.schedule_span is not None:
+        total = max(1, s.schedule_span)
+    else:
+        total = max(1, math.ceil(s.steps / s.schedule_every) - 1 - s.warmup_steps // s.schedule_every)
     progress = min(1.0, max(0.0, (unit - s.warmup_steps // s.schedule_every) / total))
     if s.schedule == "cosine":
         return s.final_lr_fraction + (1 - s.final_lr_fraction) * 0.5 * (1 + math.cos(math.pi * progress))

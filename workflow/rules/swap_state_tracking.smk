@@ -1,1 +1,60 @@
-# Claim branch 'swap_state_tracking': not built yet (see its issue).
+# Claim 5: swap-task state tracking, Transformer vs DeltaFormer vs DeltaNet (S1 grid, S2 κ1 ablation).
+SST = "swap_state_tracking"
+SST_FIGURES = ["accuracy_vs_n", "accuracy_vs_position", "kernel_ablation", "final_query"]
+SST_TABLES = ["largest_n_solved", "accuracy", "kernel_ablation"]
+SST_EXPERIMENTS = ["S1", "S2"]
+register_claim(SST, SST_FIGURES, SST_TABLES)
+
+
+def sst_parts(experiment):
+    """One training job per number of objects n (all models and seeds of that n share a model axis)."""
+    return [f"n{n}" for n in config[SST][experiment]["n_objects"]]
+
+
+def sst_runs():
+    return [f"results/{SST}/runs/{exp}_{part}.csv" for exp in SST_EXPERIMENTS for part in sst_parts(exp)]
+
+
+rule train_swap_state_tracking:
+    output:
+        "results/swap_state_tracking/runs/{experiment}_{part}.csv",
+    wildcard_constraints:
+        experiment="S[12]",
+        part="n[0-9]+",
+    params:
+        spec=lambda w: spec_json(SST, w.experiment),
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=60,
+        gpu=1 if config["device"] == "cuda" else 0,
+    log:
+        "results/logs/swap_state_tracking/{experiment}_{part}.log",
+    benchmark:
+        "results/benchmarks/swap_state_tracking/{experiment}_{part}.tsv"
+    shell:
+        experiment_command(SST, "{wildcards.experiment}", "{wildcards.part}")
+
+
+rule analyze_swap_state_tracking:
+    input:
+        lambda w: sst_runs(),
+    output:
+        claims="results/claims/swap_state_tracking.json",
+        summary="results/swap_state_tracking/summary.csv",
+    log:
+        "results/logs/swap_state_tracking/analyze.log",
+    shell:
+        analyze_command(SST)
+
+
+rule notebook_swap_state_tracking:
+    input:
+        rules.analyze_swap_state_tracking.input,
+        rules.analyze_swap_state_tracking.output,
+    output:
+        notebook_outputs(SST, SST_FIGURES, SST_TABLES),
+    log:
+        "results/logs/swap_state_tracking/notebook.log",
+    shell:
+        notebook_command(SST)

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .layers import BatchedEmbedding, BatchedLayerNorm, BatchedLinear
-from .mixers import SOFTMAX_MIXERS, mix
+from .mixers import BETA_MAX, SOFTMAX_MIXERS, mix
 
 
 def rotary(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
@@ -56,16 +56,32 @@ class MixerBlock(nn.Module):
             self.norm2 = BatchedLayerNorm(n, d_model)
             self.up = BatchedLinear(seeds, d_model, mlp_ratio * d_model, salt=salt + 3)
             self.down = BatchedLinear(seeds, mlp_ratio * d_model, d_model, salt=salt + 4)
+        # Delta mixers read a per-token, per-head β = BETA_MAX·sigmoid(w·x + b); created only when a
+        # model in this block needs it, so other claims' models (and their inits) are unchanged.
+        if any(name in BETA_MAX for name, _, _ in self.groups):
+            self.beta = BatchedLinear(seeds, d_model, n_heads, salt=salt + 5)
+        self.value_norm = None  # (M,) largest ‖u_t‖ of the last forward pass, for logging
+
+    def betas(self, x: torch.Tensor, name: str, lo: int, hi: int) -> torch.Tensor | None:
+        """β of models lo:hi as (m, b, heads, t), or None for mixers without β."""
+        if name not in BETA_MAX:
+            return None
+        logits = torch.einsum("mbtd,mhd->mbht", x[lo:hi], self.beta.weight[lo:hi])
+        return BETA_MAX[name] * torch.sigmoid(logits + self.beta.bias[lo:hi, None, :, None])
 
     def mixer_output(self, x: torch.Tensor) -> torch.Tensor:
         m, b, t, d = x.shape
         q, k, v = self.qkv(x).view(m, b, t, 3, self.n_heads, d // self.n_heads).permute(3, 0, 1, 4, 2, 5)
-        parts = []
+        parts, norms = [], []
         for name, lo, hi in self.groups:
             qs, ks = q[lo:hi], k[lo:hi]
             if self.positional == "rotary" and name in SOFTMAX_MIXERS:
                 qs, ks = rotary(qs), rotary(ks)
-            parts.append(mix(name, qs, ks, v[lo:hi]))
+            out, values = mix(name, qs, ks, v[lo:hi], beta=self.betas(x, name, lo, hi), return_values=True)
+            parts.append(out)
+            with torch.no_grad():
+                norms.append(values.norm(dim=-1).flatten(1).amax(1))
+        self.value_norm = torch.cat(norms)
         mixed = torch.cat(parts) if len(parts) > 1 else parts[0]
         return self.out(mixed.transpose(2, 3).reshape(m, b, t, d))
 
@@ -98,13 +114,21 @@ class BatchedLM(nn.Module):
         self.norm = BatchedLayerNorm(n, d_model)
         self.unembed = BatchedLinear(seeds, d_model, vocab, bias=False, salt=17)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    def value_norm(self) -> torch.Tensor:
+        """(M,) largest ‖u_t‖ over all layers, heads and positions of the last forward pass."""
+        return torch.stack([block.value_norm for block in self.blocks]).amax(0)
+
+    def forward(self, tokens: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (M, B, T, V); with `positions` (M, B, P) only at those positions (M, B, P, V),
+        which saves the vocabulary projection where no target is scored."""
         x = self.embed(tokens)
         if self.positional == "learned":
             pos = torch.arange(tokens.shape[-1], device=tokens.device).expand_as(tokens)
             x = x + self.position(pos)
         for block in self.blocks:
             x = block(x)
+        if positions is not None:
+            x = x.gather(2, positions.unsqueeze(-1).expand(*positions.shape, x.shape[-1]))
         return self.unembed(self.norm(x))
 
 
@@ -121,3 +145,11 @@ def masked_accuracy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
     mask = targets != -100
     correct = (logits.argmax(-1) == targets) & mask
     return correct.flatten(1).sum(1).double() / mask.flatten(1).sum(1).clamp(min=1).double()
+
+
+def scored_positions(targets: torch.Tensor, count: int) -> torch.Tensor:
+    """Indices (M, B, count) covering every scored position (target != -100) of each row, padded with
+    unscored ones; pass to `BatchedLM.forward(positions=...)` and gather the targets the same way."""
+    scored = (targets != -100).to(torch.float32)
+    ramp = torch.arange(targets.shape[-1], 0, -1, dtype=torch.float32, device=targets.device) / (2 * targets.shape[-1])
+    return (scored + ramp).topk(count, dim=-1).indices.sort(-1).values

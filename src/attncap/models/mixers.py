@@ -1,7 +1,8 @@
 """Every sequence mixer in one place: out = A·U, with the attention matrix A and transformed values U.
 
 Tensors are (..., T, d): any leading axes (model, batch, head) broadcast through. Causal masking
-is on by default. Mixers are registered by name in `MIXERS` so configs can pick them.
+is on by default. Mixers are registered by name in `MIXERS` so configs can pick them: softmax and
+linear attention (U = V), DeltaNet and DeltaFormer (U from one triangular solve, see `delta_values`).
 """
 from __future__ import annotations
 
@@ -46,19 +47,115 @@ def linear_attention(q, k, v, *, feature: str = "identity", normalize: bool = Fa
     return out
 
 
+def strictly_causal(scores: torch.Tensor) -> torch.Tensor:
+    """Zero the diagonal and everything above it of (..., T, T) scores."""
+    return scores * causal_mask(scores.shape[-1], scores.device, strict=True)
+
+
+def delta_values(scores: torch.Tensor, beta: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
+    """U = (I + diag(β)·strict(scores))⁻¹ · rhs by one unit-lower-triangular solve per head.
+
+    The matrix is unit lower triangular, so the solve is exact forward substitution, i.e. the
+    delta-rule recurrence u_t = rhs_t − β_t Σ_{i<t} scores[t, i] u_i computed in parallel.
+    """
+    length = scores.shape[-1]
+    eye = torch.eye(length, dtype=scores.dtype, device=scores.device)
+    system = eye + beta[..., :, None] * strictly_causal(scores)
+    return torch.linalg.solve_triangular(system, rhs, upper=False, unitriangular=True)
+
+
+def _beta_like(q: torch.Tensor, beta) -> torch.Tensor:
+    """β per position (..., T); a scalar or None (β = 1) is broadcast."""
+    if beta is None:
+        beta = 1.0
+    beta = torch.as_tensor(beta, dtype=q.dtype, device=q.device)
+    return beta.expand(q.shape[:-1])
+
+
+def deltanet(q, k, v, beta=None, *, eps: float = 1e-6, return_values: bool = False):
+    """DeltaNet (Schlag et al.; Yang et al. 2024): S_t = S_{t-1}(I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ, o_t = S_t q_t.
+
+    In the A·U template: q and k L2-normalised, U = (I + diag(β)·strict(KKᵀ))⁻¹ diag(β) V and
+    A = causal(QKᵀ). β ∈ (0, 2) allows the transition I − 2kkᵀ (a reflection, e.g. a swap).
+    """
+    q, k = F.normalize(q, dim=-1, eps=eps), F.normalize(k, dim=-1, eps=eps)
+    beta = _beta_like(q, beta)
+    values = delta_values(torch.einsum("...td,...sd->...ts", k, k), beta, beta[..., None] * v)
+    out = linear_attention(q, k, values)
+    return (out, values) if return_values else out
+
+
+def kernel_scores(kernel: str, k: torch.Tensor, eps: float = 1e-6) -> torch.Tensor | None:
+    """κ1(k_i, k_t) as a (..., T, T) matrix [t, i] over i < t (None for the zero kernel).
+
+    exp: row-softmax of k_t·k_i/√d over the strictly earlier positions (the first row is empty → 0);
+    linear: k̂_t·k̂_i on L2-normalised keys; zero: no correction, DeltaFormer is the plain Transformer.
+    """
+    if kernel == "zero":
+        return None
+    if kernel == "linear":
+        unit = F.normalize(k, dim=-1, eps=eps)
+        return torch.einsum("...td,...sd->...ts", unit, unit)
+    if kernel == "exp":
+        scores = torch.einsum("...td,...sd->...ts", k, k) / math.sqrt(k.shape[-1])
+        scores = scores.masked_fill(~causal_mask(k.shape[-2], k.device, strict=True), float("-inf"))
+        # Row 0 has no earlier key: softmax of all -inf is NaN, so give it a finite dummy row and zero it.
+        scores[..., 0, :] = 0.0
+        return strictly_causal(scores.softmax(-1))
+    raise ValueError(f"unknown DeltaFormer kernel {kernel!r}; known: exp, linear, zero")
+
+
+def deltaformer(q, k, v, beta=None, *, kernel: str = "exp", return_values: bool = False):
+    """DeltaFormer (Zhong et al. 2025): u_t = v_t − β_t Σ_{i<t} κ1(k_i, k_t) u_i, o_t = Σ_{i≤t} softmax_i(q_t·k_i/√d) u_i.
+
+    U = (I + diag(β)·P)⁻¹ V with P = κ1 scores (one triangular solve), then causal softmax attention
+    reads U instead of V. kernel='zero' gives U = V exactly (the Transformer).
+    """
+    scores = kernel_scores(kernel, k)
+    values = v if scores is None else delta_values(scores, _beta_like(q, beta), v)
+    out = softmax_attention(q, k, values)
+    return (out, values) if return_values else out
+
+
 MIXERS = {
     "softmax": lambda q, k, v: softmax_attention(q, k, v),
     "linear_identity": lambda q, k, v: linear_attention(q, k, v, feature="identity", normalize=False),
     "linear_elu": lambda q, k, v: linear_attention(q, k, v, feature="elu", normalize=True),
+    "deltanet_01": lambda q, k, v, beta=None, **kw: deltanet(q, k, v, beta, **kw),
+    "deltanet_02": lambda q, k, v, beta=None, **kw: deltanet(q, k, v, beta, **kw),
+    "deltaformer_exp": lambda q, k, v, beta=None, **kw: deltaformer(q, k, v, beta, kernel="exp", **kw),
+    "deltaformer_linear": lambda q, k, v, beta=None, **kw: deltaformer(q, k, v, beta, kernel="linear", **kw),
+    "deltaformer_zero": lambda q, k, v, beta=None, **kw: deltaformer(q, k, v, beta, kernel="zero", **kw),
 }
-"""Name → function(q, k, v); extra mixers (DeltaNet, DeltaFormer) register here too."""
+"""Name → function(q, k, v); delta mixers also take a per-position β (..., T) and return_values=True
+(which also returns U, for logging its norm)."""
 
-SOFTMAX_MIXERS = {"softmax"}
+BETA_MAX = {
+    "deltanet_01": 1.0,
+    "deltanet_02": 2.0,
+    "deltaformer_exp": 1.0,
+    "deltaformer_linear": 1.0,
+    "deltaformer_zero": 1.0,
+}
+"""Mixers that take a per-token β, and its upper bound: β = BETA_MAX·sigmoid(·) ∈ (0, BETA_MAX).
+DeltaFormer keeps β < 1: with the exp kernel a row of P can put all its weight on one earlier u, and
+β ≥ 1 would then let |u_t| grow geometrically with t."""
+
+SOFTMAX_MIXERS = {"softmax", "deltaformer_exp", "deltaformer_linear", "deltaformer_zero"}
 """Mixers whose scores are softmax logits (rotary embeddings apply to these)."""
 
 
-def mix(name: str, q, k, v):
+def mix(name: str, q, k, v, beta=None, return_values: bool = False):
+    """Run mixer `name`; β (per position, or None for β = 1) only reaches mixers in BETA_MAX.
+
+    With return_values=True returns (out, U); U is V itself for mixers that do not transform values.
+    """
     try:
-        return MIXERS[name](q, k, v)
+        fn = MIXERS[name]
     except KeyError:
         raise ValueError(f"unknown mixer {name!r}; known: {sorted(MIXERS)}") from None
+    if name in BETA_MAX:
+        result = fn(q, k, v, beta, return_values=return_values)
+        return result
+    out = fn(q, k, v)
+    return (out, v) if return_values else out

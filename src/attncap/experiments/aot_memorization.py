@@ -1,0 +1,190 @@
+"""Claim 2 experiments (A1–A3, A5, A6): train stacks of one-layer attention-only transformers on random
+look-up tables and record running and full-table accuracy; A4 is derived from A1 by the analysis.
+
+An experiment is cut into *stacks* (models sharing N, d, d_h and layout, trained in one batched loop)
+and the stacks are dealt to `jobs` parts of similar estimated cost, so Snakemake can run parts side by side.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import time
+
+import pandas as pd
+import torch
+
+from attncap.experiments.context import RunContext
+from attncap.models.aot_memorization import AoTStack, per_model_accuracy, per_model_cross_entropy
+from attncap.tasks.aot_memorization import (EpochShuffler, all_pairs, associations_from_accuracy, make_block)
+from attncap.train import TrainSettings, generators, train_batched
+
+EXPERIMENTS = ("A1", "A2", "A3", "A5", "A6")
+_BLOCK_SALT = {"A1": 1, "A2": 2, "A3": 3, "A5": 5, "A6": 6}  # one table+sample per experiment block
+_SHUFFLE_OFFSET = 17  # data-order generators are seeded by the model seed only (same order for every H)
+
+
+@dataclasses.dataclass
+class Stack:
+    """Models trained together: shared shape, per-model head count, MLP width and seed."""
+    kind: str  # aot | mlp
+    d: int
+    d_head: int
+    layout: str
+    heads: list[int]
+    widths: list[int]
+    seeds: list[int]
+    final_lr: float
+
+    def cost(self, spec: dict) -> float:
+        """Relative cost (multiply-adds per step, plus a per-step overhead) used to balance the parts."""
+        inner = self.d_head if self.layout == "shared" else self.d
+        per_example = max(self.heads) * 4 * self.d_head * inner + spec["N"] * self.d + 2 * max(self.widths) * self.d
+        return steps_of(spec) * (2e5 + len(self.seeds) * spec["batch"] * per_example)
+
+
+def steps_of(spec: dict) -> int:
+    return spec["epochs"] * -(-spec["n_sequences"] // spec["batch"])
+
+
+def stacks(experiment: str, spec: dict) -> list[Stack]:
+    """Every stack of an experiment, in a fixed order."""
+    def grid(heads, seeds):
+        pairs = list(itertools.product(heads, seeds))
+        return [h for h, _ in pairs], [s for _, s in pairs]
+
+    out = []
+    if experiment in ("A1", "A6"):
+        dims = spec["d"] if isinstance(spec["d"], list) else [spec["d"]]
+        for d in dims:
+            heads, seeds = grid(spec["heads"], spec["seeds"])
+            out.append(Stack("aot", d, d, "shared", heads, [0] * len(heads), seeds, spec["final_lr"]))
+    elif experiment == "A2":
+        for layout, d_head in itertools.product(spec["layouts"], spec["d_head"]):
+            heads, seeds = grid([spec["heads"]], spec["seeds"])
+            out.append(Stack("aot", spec["d"], d_head, layout, heads, [0] * len(heads), seeds, spec["final_lr"]))
+    elif experiment == "A3":
+        for layout, d in itertools.product(spec["layouts"], spec["d"]):
+            heads, seeds = grid([spec["heads"]], spec["seeds"])
+            out.append(Stack("aot", d, spec["d_head"], layout, heads, [0] * len(heads), seeds, spec["final_lr"]))
+    elif experiment == "A5":
+        d = spec["d"]
+        heads, seeds = grid(spec["heads"], spec["seeds"])
+        out.append(Stack("aot", d, d, "shared", heads, [0] * len(heads), seeds, spec["final_lr"]))
+        # equal non-embedding parameters: 4d² (one head) + 2dw = 4d²H ⇔ w = 2d(H − 1)
+        out.append(Stack("mlp", d, d, "shared", [1] * len(heads), [2 * d * (h - 1) for h in heads], seeds,
+                         spec["mlp_final_lr"]))
+    else:
+        raise ValueError(f"unknown experiment {experiment!r}; known: {EXPERIMENTS}")
+    return out
+
+
+def job_parts(experiment: str, spec: dict) -> dict[str, list[Stack]]:
+    """Deal the stacks to at most `jobs` parts p0, p1, … (largest first onto the cheapest part)."""
+    items = stacks(experiment, spec)
+    n_parts = max(1, min(spec["jobs"], len(items)))
+    parts: list[list[Stack]] = [[] for _ in range(n_parts)]
+    loads = [0.0] * n_parts
+    for stack in sorted(items, key=lambda s: -s.cost(spec)):
+        i = loads.index(min(loads))
+        parts[i].append(stack)
+        loads[i] += stack.cost(spec)
+    return {f"p{i}": sorted(part, key=items.index) for i, part in enumerate(parts)}
+
+
+def part_names(experiment: str, spec: dict) -> list[str]:
+    return list(job_parts(experiment, spec))
+
+
+def check_config(section: dict) -> list[str]:
+    """Shapes JSON Schema cannot express: per-head layout with d_h > d, batches larger than the sample."""
+    problems = []
+    for name, spec in section.items():
+        if spec["batch"] > spec["n_sequences"]:
+            problems.append(f"{name}.batch: batch={spec['batch']} > n_sequences={spec['n_sequences']}; "
+                            "an epoch would not hold one batch")
+        if spec["last_batches"] > steps_of(spec):
+            problems.append(f"{name}.last_batches: {spec['last_batches']} > the {steps_of(spec)} training steps")
+        if spec["final_lr"] > spec["lr"] or spec.get("mlp_final_lr", 0) > spec["lr"]:
+            problems.append(f"{name}.final_lr: the learning rate must decay (final_lr <= lr={spec['lr']})")
+        if "per_head" in spec.get("layouts", []):
+            d_heads = spec["d_head"] if isinstance(spec["d_head"], list) else [spec["d_head"]]
+            dims = spec["d"] if isinstance(spec["d"], list) else [spec["d"]]
+            bad = sorted({(h, d) for h in d_heads for d in dims if h > d})
+            for h, d in bad:
+                key = "d_head" if isinstance(spec["d_head"], list) else "d"
+                problems.append(f"{name}.{key}: d_h={h} > d={d} is impossible in the per_head layout "
+                                "(W_O^h W_V^h has rank <= d; the paper's formalism needs d_h <= d)")
+    return problems
+
+
+def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
+    parts = job_parts(experiment, spec)
+    if context.part not in parts and context.part != "all":
+        raise ValueError(f"{experiment}: unknown part {context.part!r}; this config has {list(parts)}")
+    todo = [s for name, part in parts.items() if context.part in (name, "all") for s in part]
+    table, sample = make_block(spec["N"], spec["n_sequences"], context.seed * 1000 + _BLOCK_SALT[experiment])
+    frames = [train_stack(stack, spec, table, sample, context.device) for stack in todo]
+    frame = pd.concat(frames, ignore_index=True)
+    frame.insert(0, "part", context.part)
+    return frame
+
+
+def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Tensor, device: str = "cpu",
+                desc: str | None = None) -> pd.DataFrame:
+    """Train one stack with Adam and the reference code's per-epoch linear decay; one row per model."""
+    started = time.perf_counter()
+    model = AoTStack(stack.seeds, stack.heads, n_tokens=spec["N"], d=stack.d, d_head=stack.d_head,
+                     layout=stack.layout, mlp_widths=stack.widths).to(device)
+    shuffle = EpochShuffler(sample, spec["batch"], generators(stack.seeds, offset=_SHUFFLE_OFFSET))
+    settings = TrainSettings(
+        steps=steps_of(spec), lr=spec["lr"], optimizer="adam", schedule="linear",
+        schedule_every=shuffle.batches_per_epoch, final_lr_fraction=stack.final_lr / spec["lr"],
+        schedule_span=spec["epochs"])
+    accuracies: list[torch.Tensor] = []
+    losses: list[torch.Tensor] = []
+
+    def loss_fn(net, batch):
+        logits = net(batch)
+        accuracies.append(per_model_accuracy(logits.detach(), batch[..., 2]))
+        return per_model_cross_entropy(logits, batch[..., 2])
+
+    def on_step(step, step_losses, batch):
+        losses.append(step_losses)
+
+    train_batched(model, lambda step: shuffle(step).to(device), loss_fn, settings,
+                  desc=desc or f"{stack.kind} d={stack.d} d_h={stack.d_head}", on_step=on_step)
+    last = spec["last_batches"]
+    running = torch.stack(accuracies[-last:]).mean(0).cpu()
+    final_loss = torch.stack(losses[-last:]).double().mean(0).cpu()
+    correct = table_hits(model, table, device)
+    wall = time.perf_counter() - started
+    n = spec["N"]
+    rows = []
+    for i, counts in enumerate(model.parameter_counts()):
+        h = stack.heads[i]
+        rows.append({
+            "model": stack.kind, "layout": stack.layout, "N": n, "d": stack.d, "d_head": stack.d_head,
+            "heads": h, "mlp_width": stack.widths[i], "seed": stack.seeds[i],
+            "n_sequences": spec["n_sequences"], "batch": spec["batch"], "epochs": spec["epochs"],
+            "steps": settings.steps, "lr": spec["lr"], "final_lr": stack.final_lr,
+            "acc_running": float(running[i]), "acc_table": float(correct[i]) / n**2,
+            "X_running": float(associations_from_accuracy(float(running[i]), n)),
+            "X_table": int(correct[i]),
+            "X_table_chance_corrected": float(associations_from_accuracy(float(correct[i]) / n**2, n)),
+            "bound_X": h * stack.d_head + stack.d, "previous_bound_X": h * (stack.d_head - 1) + 1,
+            "final_loss": float(final_loss[i]), **counts,
+            "params_nonembedding": counts["params_attention"] + counts["params_mlp"],
+            "models_in_stack": len(stack.seeds), "wall_time_s": wall,
+        })
+    return pd.DataFrame(rows)
+
+
+@torch.no_grad()
+def table_hits(model: AoTStack, table: torch.Tensor, device: str = "cpu") -> torch.Tensor:
+    """Number of the N² pairs whose argmax prediction is f(t1, t2), per model."""
+    pairs = all_pairs(table).to(device)
+    hits = torch.zeros(model.n_models, dtype=torch.long)
+    for chunk in pairs.split(4096):
+        tokens = chunk.unsqueeze(0).expand(model.n_models, -1, -1)
+        hits += (model(tokens).argmax(-1) == tokens[..., 2]).sum(1).cpu()
+    return hits

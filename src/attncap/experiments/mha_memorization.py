@@ -1,0 +1,366 @@
+"""Experiments of the multi-head attention memorization claim (Mahdavi et al., ICLR 2024).
+
+M1 exact float64 rank laws of the frozen-attention features; M2–M6 trained memorization on a model
+axis (M7 saturation statistics are measured inside those jobs); M8 the data assumptions.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import scipy.linalg
+import torch
+import torch.nn.functional as F
+
+from attncap.experiments.context import RunContext
+from attncap.models.mha_memorization import BatchedMHAMemorizer, frozen_features
+from attncap.tasks import mha_memorization as tasks
+from attncap.train import TrainSettings, train_batched
+
+TRAINED = ("M2", "M3", "M4", "M5", "M6")
+T_RULES = ("L-1", "L", "L+1", "2L")
+
+
+def _mix(*values: int) -> int:
+    """A deterministic 63-bit seed from integers (order matters)."""
+    return int(np.random.SeedSequence([int(v) for v in values]).generate_state(2, np.uint64)[0] >> np.uint64(1))
+
+
+# ---- config checks --------------------------------------------------------------------------
+
+def trained_T(spec: dict, heads: int, n: int) -> list[int]:
+    """The T grid of one (H, n) cell: explicit `T`, or `T_multiples` of b = H(n−1)+1."""
+    if "T" in spec:
+        return sorted(set(int(t) for t in spec["T"]))
+    b = tasks.capacity_bound(heads, n)
+    return sorted(set(int(m * b) for m in spec["T_multiples"]))
+
+
+def check_config(section: dict) -> list[str]:
+    """Shapes the schema cannot express: n < d everywhere, the bound b inside every T grid."""
+    problems = []
+    m1 = section.get("M1")
+    if m1:
+        for n in m1["n"]:
+            if n >= m1["d"]:
+                problems.append(f"M1.n: n={n} >= d={m1['d']}; the theorem needs full-rank n-token contexts, so n < d")
+        for r in m1["ranks"]:
+            if r >= min(m1["n"]):
+                problems.append(f"M1.ranks: rank r={r} >= smallest n={min(m1['n'])}; a rank-deficient context needs r < n")
+        for rule in ("L", "L+1"):
+            if rule not in m1["T"]:
+                problems.append(f"M1.T: grid lacks '{rule}' (L = the rank law, b = H(n-1)+1 for shared contexts); "
+                                "the exact-fit check needs T = L and T = L+1")
+    for exp in TRAINED:
+        spec = section.get(exp)
+        if not spec:
+            continue
+        for n in spec["n"]:
+            if n >= spec["d"]:
+                problems.append(f"{exp}.n: context size n={n} >= d={spec['d']}; "
+                                f"an n-token context can only have rank n when n < d")
+        if "T" in spec:
+            for heads in spec["heads"]:
+                for n in spec["n"]:
+                    b = tasks.capacity_bound(heads, n)
+                    if b not in spec["T"]:
+                        problems.append(f"{exp}.T: grid lacks the bound b = H(n-1)+1 = {b} for H={heads}, n={n}; "
+                                        "add it so memorization at the bound is tested")
+        elif 1 not in spec["T_multiples"]:
+            problems.append(f"{exp}.T_multiples: must include 1 so that T = b = H(n-1)+1 is tested")
+    m8 = section.get("M8")
+    if m8:
+        for n in m8["n"]:
+            if n >= m8["d"]:
+                problems.append(f"M8.n: n={n} >= d={m8['d']}; contexts of n tokens in R^d need n < d to be full rank")
+        for p in m8["patches"]:
+            if 8 % p:
+                problems.append(f"M8.patches: patch size {p} does not divide the 8-pixel digit side")
+            elif (8 // p) ** 2 >= m8["d"]:
+                problems.append(f"M8.patches: patch size {p} gives n={(8 // p) ** 2} tokens >= d={m8['d']}")
+    return problems
+
+
+# ---- M1: exact rank laws ---------------------------------------------------------------------
+
+def _t_value(rule: str, law_bound: int) -> int:
+    return {"L-1": law_bound - 1, "L": law_bound, "L+1": law_bound + 1, "2L": 2 * law_bound}[rule]
+
+
+def run_rank_laws(spec: dict, context: RunContext) -> pd.DataFrame:
+    d = spec["d"]
+    rows = []
+    for n in spec["n"]:
+        for heads in spec["heads"]:
+            for kind in spec["contexts"]:
+                ranks = spec["ranks"] if kind in ("lowrank", "affine") else [None]
+                for r in ranks:
+                    law_bound = tasks.rank_law(kind, 10**9, heads, n, d, r)  # the cap itself
+                    for rule in spec["T"]:
+                        T = _t_value(rule, law_bound)
+                        if T < 1:
+                            continue
+                        for draw in range(spec["draws"]):
+                            start = time.perf_counter()
+                            gen = torch.Generator().manual_seed(_mix(context.seed, 1, n, heads, T, draw,
+                                                                     tasks.CONTEXTS.index(kind), r or 0))
+                            query = torch.randn(T, d, generator=gen, dtype=torch.float64)
+                            ctx = tasks.make_context(kind, T, n, d, gen, rank=r)
+                            # W_Q, W_K ~ N(0, scale²/d): scores of order `score_scale`, neither uniform nor saturated
+                            std = spec["score_scale"] / math.sqrt(d)
+                            w_q = torch.randn(heads, d, d, generator=gen, dtype=torch.float64) * std
+                            w_k = torch.randn(heads, d, d, generator=gen, dtype=torch.float64) / math.sqrt(d)
+                            phi = frozen_features(query, ctx, w_q, w_k, 1.0 / math.sqrt(d)).numpy()
+                            s = np.linalg.svd(phi, compute_uv=False)
+                            rank = int(tasks.numerical_rank(phi))
+                            law = tasks.rank_law(kind, T, heads, n, d, r)
+                            y = np.random.default_rng(_mix(context.seed, 2, n, heads, T, draw)).standard_normal(T)
+                            coef = scipy.linalg.lstsq(phi, y, lapack_driver="gelsd")[0]
+                            residual = float(np.linalg.norm(phi @ coef - y) / np.linalg.norm(y))
+                            rows.append({
+                                "context": kind, "d": d, "n": n, "heads": heads, "rank_r": r if r else np.nan,
+                                "T_rule": rule, "T": T, "draw": draw, "bound_b": tasks.capacity_bound(heads, n),
+                                "law_cap": law_bound, "law_rank": law, "rank": rank, "rank_ok": rank == law,
+                                "sigma_at_law": float(s[law - 1] / s[0]),
+                                "sigma_after_law": float(s[law] / s[0]) if law < len(s) else 0.0,
+                                "rel_residual": residual, "wall_time_s": time.perf_counter() - start,
+                            })
+    return pd.DataFrame(rows)
+
+
+# ---- M2–M6: trained memorization ---------------------------------------------------------------
+
+def trained_groups(spec: dict) -> list[dict]:
+    """Every (H, n, d_head, T) cell of a trained experiment; the seeds of one cell share a job step."""
+    groups = []
+    for n in spec["n"]:
+        for heads in spec["heads"]:
+            for d_head in spec["d_head"]:
+                for T in trained_T(spec, heads, n):
+                    groups.append({"n": n, "heads": heads, "d_head": d_head, "T": T})
+    return groups
+
+
+def group_cost(spec: dict, g: dict) -> float:
+    """Multiply-adds of one step (forward), used to balance the parts."""
+    d, H, n, T = spec["d"], g["heads"], g["n"], g["T"]
+    per_example = d * d + H * d * g["d_head"] + H * n * g["d_head"]
+    if spec["context"] == "nonshared":
+        per_example += n * d * d + H * n * d * (g["d_head"] + 1)
+    return float(T * per_example * len(spec["seeds"]))
+
+
+def part_groups(spec: dict, part: str) -> list[dict]:
+    """Longest-first greedy split of the cells into `parts` jobs of similar cost; part 'all' = every cell."""
+    groups = trained_groups(spec)
+    if part == "all":
+        return groups
+    count = spec["parts"]
+    index = int(part.lstrip("p"))
+    if not 0 <= index < count:
+        raise ValueError(f"part {part!r} outside p0..p{count - 1}")
+    loads = [0.0] * count
+    owner = {}
+    for i in sorted(range(len(groups)), key=lambda i: (-group_cost(spec, groups[i]), i)):
+        j = min(range(count), key=lambda j: (loads[j], j))
+        loads[j] += group_cost(spec, groups[i])
+        owner[i] = j
+    return [g for i, g in enumerate(groups) if owner[i] == index]
+
+
+def part_names(spec: dict) -> list[str]:
+    return [f"p{i}" for i in range(spec["parts"])]
+
+
+def _saturation(model, data, threshold: float, bins: int) -> dict[str, np.ndarray]:
+    """Per model: fraction of (example, head) pairs whose largest attention weight exceeds `threshold`,
+    and the histogram of those largest weights on [1/n, 1]."""
+    weights = model.attention(data["query"], data["context"]).amax(-1)  # (M, T, H)
+    n = data["context"].shape[-2]
+    frac = (weights > threshold).float().mean((1, 2)).numpy()
+    edges = np.linspace(1.0 / n, 1.0, bins + 1)
+    hist = np.stack([np.histogram(w.flatten().numpy(), bins=edges)[0] / w.numel() for w in weights])
+    return {"frac": frac, "hist": hist, "median": weights.flatten(1).median(1).values.numpy()}
+
+
+def train_group(spec: dict, exp: str, g: dict, context: RunContext) -> list[dict]:
+    """Train one cell's seeds side by side; return one row per seed."""
+    start = time.perf_counter()
+    seeds, d, T, n, heads = spec["seeds"], spec["d"], g["T"], g["n"], g["heads"]
+    shared = spec["context"] == "shared"
+    classes = spec["labels"] == "classes"
+    sat = spec.get("saturation", {"threshold": 0.99, "bins": 20})
+    # The data depends on (seed, T, n, context kind, labels) but not on H or d_h, so the cells of
+    # one seed that differ only in the model see the same examples.
+    datasets = [tasks.make_dataset(T, n, d, torch.Generator().manual_seed(
+        _mix(context.seed, s, T, n, int(shared), int(classes))), shared=shared, labels=spec["labels"],
+        n_classes=spec["n_classes"], distribution=spec["distribution"]) for s in seeds]
+    data = tasks.stack_datasets(datasets)
+    model_seeds = [_mix(context.seed, s, heads, g["d_head"], n, T) % (2**31) for s in seeds]
+    model = BatchedMHAMemorizer(model_seeds, d_in=d, d=d, heads=heads, d_head=g["d_head"], n=n,
+                                out_dim=spec["n_classes"] if classes else 1, positional=spec["positional"])
+    y = data["labels"]
+    M = len(seeds)
+    if classes:
+        counts = torch.stack([torch.bincount(row, minlength=spec["n_classes"]) for row in y])
+        majority = (counts.max(1).values.float() / T).numpy()
+        label_var = None
+    else:
+        majority = np.full(M, np.nan)
+        label_var = y.var(1, unbiased=False).clamp_min(1e-12)
+    sat_init = _saturation(model, data, sat["threshold"], sat["bins"])
+
+    state = {"best": torch.full((M,), -math.inf if classes else math.inf), "fit_step": torch.full((M,), -1)}
+
+    def metric(out):
+        if classes:
+            return (out.argmax(-1) == y).float().mean(1)
+        return ((out.squeeze(-1) - y) ** 2).mean(1) / label_var  # relative MSE
+
+    def loss_fn(model, batch):
+        out = model(batch["query"], batch["context"])
+        state["out"] = out.detach()
+        if classes:
+            return F.cross_entropy(out.flatten(0, 1), y.flatten(), reduction="none").view(M, T).mean(1)
+        return ((out.squeeze(-1) - y) ** 2).mean(1)
+
+    def on_step(step, losses, batch):
+        # the metric of the parameters this step's loss was computed with
+        value = metric(state["out"])
+        better = value > state["best"] if classes else value < state["best"]
+        state["best"] = torch.where(better, value, state["best"])
+        done = value >= 1.0 if classes else value <= spec["stop_rel_mse"]
+        state["fit_step"] = torch.where(done & (state["fit_step"] < 0), torch.full_like(state["fit_step"], step),
+                                        state["fit_step"])
+        return bool((state["fit_step"] >= 0).all())
+
+    settings = TrainSettings(steps=spec["steps"], lr=spec["lr"], optimizer="adam", warmup_steps=spec["warmup_steps"],
+                             schedule="cosine", final_lr_fraction=0.0, clip_norm=spec.get("clip_norm"))
+    result = train_batched(model, lambda step: data, loss_fn, settings,
+                           desc=f"{exp} H={heads} n={n} dh={g['d_head']} T={T}", on_step=on_step)
+    with torch.no_grad():
+        final = metric(model(data["query"], data["context"]))
+    sat_end = _saturation(model, data, sat["threshold"], sat["bins"])
+    wall = time.perf_counter() - start
+    b = tasks.capacity_bound(heads, n)
+    rows = []
+    for m, s in enumerate(seeds):
+        best = float(state["best"][m])
+        row = {
+            "d": d, "n": n, "heads": heads, "d_head": g["d_head"], "T": T, "bound_b": b, "T_over_b": T / b,
+            "context": spec["context"], "labels": spec["labels"], "n_classes": spec["n_classes"] if classes else 0,
+            "positional": spec["positional"], "seed": s, "steps": spec["steps"], "steps_run": result["steps_run"],
+            "lr": spec["lr"], "fit_step": int(state["fit_step"][m]), "majority_frac": float(majority[m]),
+            "sat_threshold": sat["threshold"], "sat_frac_init": float(sat_init["frac"][m]),
+            "sat_frac": float(sat_end["frac"][m]), "max_weight_median": float(sat_end["median"][m]),
+            "wall_time_s": wall / M, "group_wall_time_s": wall,
+        }
+        if classes:
+            row.update({"accuracy": best, "accuracy_final": float(final[m]), "memorized": best * T,
+                        "rel_mse": np.nan, "rel_mse_final": np.nan})
+        else:
+            row.update({"accuracy": np.nan, "accuracy_final": np.nan, "memorized": np.nan,
+                        "rel_mse": best, "rel_mse_final": float(final[m])})
+        for k, value in enumerate(sat_end["hist"][m]):
+            row[f"hist_{k:02d}"] = float(value)
+        rows.append(row)
+    return rows
+
+
+def run_trained(exp: str, spec: dict, context: RunContext) -> pd.DataFrame:
+    rows = []
+    for g in part_groups(spec, context.part):
+        rows += train_group(spec, exp, g, context)
+    frame = pd.DataFrame(rows)
+    frame["part"] = context.part
+    return frame
+
+
+# ---- M8: assumptions on data ------------------------------------------------------------------
+
+def _attention_queries(tokens: np.ndarray, d: int, rng: np.random.Generator) -> np.ndarray:
+    """Query vectors after one randomly initialised attention layer with a skip connection.
+
+    tokens: (N, n, d) embedded patches. A class token (random, plus position 0's encoding when the
+    patches carry encodings) attends over itself and the patches; its output is the query vector.
+    """
+    N = tokens.shape[0]
+    cls = np.broadcast_to(rng.standard_normal(d) / math.sqrt(d), (N, 1, d))
+    seq = torch.from_numpy(np.concatenate([cls, tokens], axis=1))
+    w = [torch.from_numpy(rng.standard_normal((d, d)) / math.sqrt(d)) for _ in range(3)]
+    from attncap.models.mixers import softmax_attention
+
+    out = softmax_attention(seq[:, :1] @ w[0], seq @ w[1], seq @ w[2], causal=False)
+    return (seq[:, 0] + out[:, 0]).numpy()
+
+
+def _kruskal_row(vectors, n_needed, spec, rng) -> dict:
+    est = tasks.kruskal_rank_sampled(vectors, spec["trials"], rng, rtol=spec["rtol"])
+    coh = tasks.coherence_lower_bound(vectors)
+    return {"kruskal_estimate": est["estimate"], "kruskal_proven": est["proven"], "coherence": coh["coherence"],
+            "coherence_bound": coh["bound"], "kruskal_needed": n_needed,
+            "kruskal_ok": est["estimate"] >= n_needed}
+
+
+def run_assumptions(spec: dict, context: RunContext) -> pd.DataFrame:
+    d, rows = spec["d"], []
+    rng = np.random.default_rng(_mix(context.seed, 8))
+    rtol = spec["rtol"]
+    # synthetic: the trained experiments' generator (U[0,1] tokens), shared and non-shared contexts
+    for n in spec["n"]:
+        start = time.perf_counter()
+        gen = torch.Generator().manual_seed(_mix(context.seed, 8, n))
+        data = tasks.make_dataset(spec["examples"], n, d, gen, shared=False, dtype=torch.float64)
+        ranks = tasks.numerical_rank(data["context"].numpy())
+        for positional in (False, True):
+            ctx = data["context"].numpy() + (tasks.sinusoidal_encoding(n + 1, d, torch.float64).numpy()[1:]
+                                             if positional else 0.0)
+            ranks = tasks.numerical_rank(ctx, rtol)
+            row = {"check": "assumption", "source": "synthetic U[0,1]", "positional": positional, "n": n, "d": d,
+                   "examples": spec["examples"], "context_full_rank": float((ranks == n).mean()),
+                   "context_rank_min": int(ranks.min())}
+            row.update(_kruskal_row(data["query"].numpy(), n, spec, rng))
+            row["wall_time_s"] = time.perf_counter() - start
+            rows.append(row)
+    # real images: the bundled digits, one token per patch, with and without sinusoidal encodings
+    for patch in spec["patches"]:
+        tokens, _ = tasks.digit_patches(patch)
+        n = tokens.shape[1]
+        for positional in (False, True):
+            start = time.perf_counter()
+            embed_rng = np.random.default_rng(_mix(context.seed, 9, patch))
+            emb = tasks.embed_tokens(tokens, d, embed_rng, positional)
+            ranks = tasks.numerical_rank(emb, rtol)
+            queries = _attention_queries(emb, d, embed_rng)
+            row = {"check": "assumption", "source": f"digits {patch}x{patch} patches", "positional": positional,
+                   "n": n, "d": d, "examples": len(tokens), "context_full_rank": float((ranks == n).mean()),
+                   "context_rank_min": int(ranks.min())}
+            row.update(_kruskal_row(queries, n, spec, rng))
+            row["wall_time_s"] = time.perf_counter() - start
+            rows.append(row)
+    # the estimators against brute force on planted tiny cases
+    N, dd = spec["planted_N"], spec["planted_d"]
+    for case in range(spec["planted_cases"]):
+        start = time.perf_counter()
+        case_rng = np.random.default_rng(_mix(context.seed, 10, case))
+        planted = int(case_rng.integers(1, min(N, dd) + 1))
+        vectors = tasks.planted_kruskal(N, dd, planted, case_rng)
+        true = tasks.kruskal_rank_brute(vectors, rtol)
+        row = {"check": "planted", "source": "planted", "positional": False, "n": N, "d": dd, "examples": N,
+               "planted_krank": planted, "brute_krank": true}
+        row.update(_kruskal_row(vectors, true, {**spec, "trials": spec["planted_trials"]}, case_rng))
+        row["wall_time_s"] = time.perf_counter() - start
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
+    if experiment == "M1":
+        return run_rank_laws(spec, context)
+    if experiment in TRAINED:
+        return run_trained(experiment, spec, context)
+    if experiment == "M8":
+        return run_assumptions(spec, context)
+    raise ValueError(f"unknown experiment {experiment!r} for mha_memorization")

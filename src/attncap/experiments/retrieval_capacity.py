@@ -1,0 +1,265 @@
+"""Claim 1 experiments: Monte Carlo of linear/softmax retrieval (E1–E4) and trained MQAR models (E5)."""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from attncap import theory
+from attncap.experiments.context import RunContext
+from attncap.models.lm import BatchedLM, masked_accuracy, masked_token_loss, scored_positions
+from attncap.tasks.retrieval_capacity import DotStream, mqar_batch, sample_unit_dots, unit_vectors
+from attncap.train import TrainSettings, generators, train_batched
+
+_MAX_ELEMENTS = 1 << 22  # memory chunk for explicit-vector Monte Carlo (32 MiB of float64)
+
+
+def check_config(section: dict) -> list[str]:
+    problems = []
+    e5 = section["E5"]
+    if 3 * max(e5["kv_pairs"]) > e5["seq_len"]:
+        problems.append(f"E5.kv_pairs: {max(e5['kv_pairs'])} pairs need seq_len >= 3*kv = "
+                        f"{3 * max(e5['kv_pairs'])}, got seq_len={e5['seq_len']}")
+    if max(e5["kv_pairs"]) > e5["vocab"] // 2 - 1:
+        problems.append(f"E5.kv_pairs: {max(e5['kv_pairs'])} distinct keys do not fit in vocab/2-1 = {e5['vocab'] // 2 - 1}")
+    bad = [d for d in e5["d_model"] if d % e5["heads"]]
+    if bad:
+        problems.append(f"E5.d_model: {bad} not divisible by heads={e5['heads']}")
+    return problems
+
+
+def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
+    runners = {"E1": linear_explicit, "E2": snr_explicit, "E3": softmax_capacity, "E4": log2_law, "E5": mqar}
+    return runners[experiment](spec, context)
+
+
+# ------------------------------------------------------------------------------- E1 ----------
+def linear_error2(rng: np.random.Generator, n: int, d: int, queries: int) -> np.ndarray:
+    """Squared retrieval errors of linear attention over ≥ `queries` queries (each stored key queried)."""
+    memories = max(1, math.ceil(queries / n))
+    per_chunk = max(1, _MAX_ELEMENTS // (n * max(n, d)))
+    errors = []
+    for start in range(0, memories, per_chunk):
+        r = min(per_chunk, memories - start)
+        keys, values = unit_vectors(rng, (r, n), d), unit_vectors(rng, (r, n), d)
+        retrieved = (keys @ keys.transpose(0, 2, 1)) @ values  # row i: Σ_j (k_j·k_i) v_j
+        errors.append(((retrieved - values) ** 2).sum(-1).ravel())
+    return np.concatenate(errors)
+
+
+def linear_explicit(spec: dict, context: RunContext) -> pd.DataFrame:
+    rows = []
+    for d in tqdm(spec["dims"], desc="E1 linear", ascii=True, mininterval=5):
+        rng = np.random.default_rng([context.seed, 1, d])
+        grid = np.unique(np.round(np.geomspace(1, 4 * d, spec["n_points"])).astype(int))
+        for n in grid:
+            started = time.perf_counter()
+            # enough queries for a ~0.75% standard error of the mean (relative variance ≈ 2/(N−1))
+            queries = spec["min_queries"] if n == 1 else max(spec["min_queries"], math.ceil(36_000 / (n - 1)))
+            err = linear_error2(rng, int(n), d, queries)
+            rows.append({"kind": "grid", "d": d, "n": int(n), "epsilon": np.nan, "queries": len(err),
+                         "mean_error2": err.mean(), "se_error2": err.std(ddof=1) / math.sqrt(len(err)),
+                         "theory_error2": float(theory.linear_mean_error2(n, d)),
+                         "wall_time_s": time.perf_counter() - started})
+        for eps in spec["epsilons"]:
+            started = time.perf_counter()
+            n_star = largest_n(lambda n: linear_error2(rng, n, d, spec["min_queries"]).mean() <= eps**2, 4 * d)
+            rows.append({"kind": "capacity", "d": d, "n": n_star, "epsilon": eps, "queries": spec["min_queries"],
+                         "theory_capacity": int(theory.linear_capacity(eps, d)),
+                         "wall_time_s": time.perf_counter() - started})
+    return pd.DataFrame(rows)
+
+
+def largest_n(ok, n_max: int) -> int:
+    """Largest N in [1, n_max] with ok(N), assuming ok is monotone (true then false); ok(1) assumed.
+
+    Doubling finds a bracket, bisection closes it.
+    """
+    lo, hi = 1, 2
+    while hi <= n_max and ok(hi):
+        lo, hi = hi, hi * 2
+    if hi > n_max:
+        if ok(n_max):
+            return n_max
+        hi = n_max
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+# ------------------------------------------------------------------------------- E2 ----------
+def snr_inverse_samples(rng, n: int, d: int, queries: int, scales: list[float]) -> dict[str, np.ndarray]:
+    """Per-query ||r||²/(c²||v_i||²) with explicit Gaussian keys and values, linear and exp kernels."""
+    memories = max(1, math.ceil(queries / min(n, 64)))
+    per_memory = math.ceil(queries / memories)
+    out = {"linear": []} | {f"exp_{s}": [] for s in scales}
+    for _ in range(memories):
+        keys, values = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+        q = min(per_memory, n)
+        scores = keys @ keys[:q].T  # (n, q); column i holds k_j·k_i
+        self_score = scores[np.arange(q), np.arange(q)]
+        v_norm2 = (values[:q] ** 2).sum(-1)
+        kernels = {"linear": scores / self_score}
+        for s in scales:
+            kernels[f"exp_{s}"] = np.exp(s * (scores - self_score) / math.sqrt(d))
+        for name, weight in kernels.items():  # weight = κ_j / c, so r/c = Σ_j weight_j v_j − v_i
+            residual = weight.T @ values - values[:q]
+            out[name].append((residual**2).sum(-1) / v_norm2)
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def snr_explicit(spec: dict, context: RunContext) -> pd.DataFrame:
+    rows = []
+    for d in tqdm(spec["dims"], desc="E2 snr", ascii=True, mininterval=5):
+        for log2_n in spec["log2_n"]:
+            n = 2**log2_n
+            started = time.perf_counter()
+            rng = np.random.default_rng([context.seed, 2, d, log2_n])
+            samples = snr_inverse_samples(rng, n, d, spec["queries"], spec["scales"])
+            elapsed = time.perf_counter() - started
+            for name, values in samples.items():
+                kernel, scale = ("linear", np.nan) if name == "linear" else ("exp", float(name.split("_")[1]))
+                closed = theory.snr_inv_linear(n, d) if kernel == "linear" else theory.snr_inv_exp(n, d, scale)
+                rows.append({"kernel": kernel, "scale": scale, "d": d, "n": n, "queries": len(values),
+                             "mean_snr_inv": values.mean(), "median_snr_inv": np.median(values),
+                             "theory_mean": float(closed["mean"]), "theory_typical": float(closed["typical"]),
+                             "wall_time_s": elapsed})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------- E3 ----------
+def softmax_error2_explicit(rng, n: int, d: int, beta: float, queries: int) -> np.ndarray:
+    """Squared errors of softmax retrieval (logits β·q·k, q = k_i) with explicit unit vectors."""
+    memories = max(1, math.ceil(queries / n))
+    keys, values = unit_vectors(rng, (memories, n), d), unit_vectors(rng, (memories, n), d)
+    weights = torch.from_numpy(beta * keys @ keys.transpose(0, 2, 1)).softmax(-1).numpy()
+    return (((weights @ values) - values) ** 2).sum(-1).ravel()
+
+
+def softmax_capacity(spec: dict, context: RunContext) -> pd.DataFrame:
+    rows = []
+    n_max = 2 ** spec["max_log2_n"]
+    for d in tqdm(spec["dims"], desc="E3 softmax", ascii=True, mininterval=5):
+        betas = [theory.beta_value(name, d) for name in spec["betas"]]
+        stream = DotStream(d, betas, spec["queries"], seed=context.seed)
+        started = time.perf_counter()
+        for b, (beta_name, beta) in enumerate(zip(spec["betas"], betas)):
+            for eps in spec["epsilons"]:
+                n_star = largest_n(lambda n: stream.error2(n)[b].mean() <= eps**2, n_max)
+                censored = n_star == n_max and stream.error2(n_max)[b].mean() <= eps**2
+                rows.append({"kind": "capacity", "d": d, "beta_name": beta_name, "beta": beta, "epsilon": eps,
+                             "n_star": n_star, "censored": bool(censored), "n_max": n_max,
+                             "queries": spec["queries"],
+                             "bound_gaussian": float(theory.softmax_capacity_bound(eps, d, beta, "gaussian")),
+                             "bound_exact": float(theory.softmax_capacity_bound(eps, d, beta, "exact")),
+                             "blog_formula": float(theory.blog_softmax_capacity(eps, d)),
+                             "linear_capacity": int(theory.linear_capacity(eps, d))})
+        elapsed = time.perf_counter() - started
+        for row in rows:
+            if row["d"] == d:
+                row.update(samples_drawn=stream.samples_drawn, wall_time_s=elapsed,
+                           samples_per_s=stream.samples_drawn / max(elapsed, 1e-9))
+    rows += shortcut_validation(spec, context)
+    return pd.DataFrame(rows)
+
+
+def shortcut_validation(spec: dict, context: RunContext) -> list[dict]:
+    """Beta-law shortcut vs explicit vectors at small N (same d, β = d): both mean errors with SEs."""
+    rows = []
+    for d in spec["dims"][:3]:
+        for n in (4, 16, 64):
+            rng = np.random.default_rng([context.seed, 3, d, n])
+            explicit = softmax_error2_explicit(rng, n, d, float(d), spec["validation_queries"])
+            shortcut = theory.softmax_error2_given_dots(
+                sample_unit_dots(rng, (spec["validation_queries"], n - 1), d), float(d))
+            se = math.hypot(explicit.std(ddof=1) / math.sqrt(len(explicit)),
+                            shortcut.std(ddof=1) / math.sqrt(len(shortcut)))
+            rows.append({"kind": "validation", "d": d, "n_star": n, "beta_name": "d", "beta": float(d),
+                         "explicit_error2": explicit.mean(), "shortcut_error2": shortcut.mean(),
+                         "z_score": (explicit.mean() - shortcut.mean()) / se if se > 0 else 0.0})
+    return rows
+
+
+# ------------------------------------------------------------------------------- E4 ----------
+def median_snr_inv_exp(n: int, d: int, queries: int, seed: int) -> float:
+    """Median over queries of SNR⁻¹ for κ = exp(q·k/√d), Gaussian keys/values, via the exact scalar
+    reduction: given k_i, k_j·k_i ~ N(0, ||k_i||²) and Σ_j κ_j v_j ~ N(0, Σκ_j² I)."""
+    rng = np.random.default_rng([seed, 4, n])  # same draws for every d: common random numbers
+    values = np.empty(queries)
+    for q in range(queries):
+        z = rng.standard_normal(n - 1)
+        rng_q = np.random.default_rng([seed, 4, n, q, d])
+        rho = rng_q.chisquare(d)
+        log_ratio = 2.0 * math.sqrt(rho) * z / math.sqrt(d) - 2.0 * rho / math.sqrt(d)  # log(κ_j²/c²)
+        peak = log_ratio.max()
+        log_sum = peak + math.log(np.exp(log_ratio - peak).sum())
+        values[q] = math.exp(log_sum) * rng_q.chisquare(d) / rng_q.chisquare(d)
+    return float(np.median(values))
+
+
+def log2_law(spec: dict, context: RunContext) -> pd.DataFrame:
+    rows = []
+    for log10_n in tqdm(spec["log10_n"], desc="E4 log2", ascii=True, mininterval=5):
+        n = int(round(10**log10_n))
+        started = time.perf_counter()
+        ok = lambda d: median_snr_inv_exp(n, d, spec["queries"], context.seed) <= 1.0  # noqa: E731
+        lo, hi = 2, 3  # smallest d in [3, max_dim] with ok(d): doubling, then bisection
+        while hi <= spec["max_dim"] and not ok(hi):
+            lo, hi = hi, hi * 2
+        hi = min(hi, spec["max_dim"])
+        found = ok(hi)
+        while found and hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+        rows.append({"n": n, "log10_n": log10_n, "ln_n_squared": math.log(n) ** 2, "d_min": hi if found else np.nan,
+                     "censored": not found, "theory_typical_d_min": int(theory.exp_kernel_min_dim(n)),
+                     "queries": spec["queries"], "wall_time_s": time.perf_counter() - started})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------- E5 ----------
+def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
+    """Train every (mixer, kv, seed) model of one d_model together; report held-out accuracy."""
+    d_model = int(context.part.removeprefix("d")) if context.part != "all" else spec["d_model"][0]
+    configs = [(mixer, kv, seed) for mixer in spec["mixers"] for kv in spec["kv_pairs"] for seed in spec["seeds"]]
+    model_seeds = [1000 * seed + 17 * i for i, (_, _, seed) in enumerate(configs)]
+    model = BatchedLM(model_seeds, [c[0] for c in configs], vocab=spec["vocab"], d_model=d_model,
+                      n_layers=spec["layers"], n_heads=spec["heads"], max_len=spec["seq_len"], mlp_ratio=4,
+                      positional="learned").to(context.device)
+    train_gens = generators([s + context.seed for s in model_seeds], offset=1)
+    eval_gens = generators([s + context.seed for s in model_seeds], offset=2)
+
+    max_kv = max(spec["kv_pairs"])
+
+    def batch(gens):
+        """Tokens (M, B, T), query positions (M, B, max kv) and their targets (−100 on padding)."""
+        pairs = [mqar_batch(g, spec["batch"], spec["seq_len"], spec["vocab"], kv) for g, (_, kv, _) in zip(gens, configs)]
+        tokens, targets = torch.stack([p[0] for p in pairs]), torch.stack([p[1] for p in pairs])
+        positions = scored_positions(targets, max_kv)
+        return tokens.to(context.device), positions.to(context.device), targets.gather(2, positions).to(context.device)
+
+    def loss(m, b):
+        return masked_token_loss(m(b[0], b[1]), b[2])
+
+    settings = TrainSettings(steps=spec["steps"], lr=spec["lr"], optimizer="adamw", weight_decay=spec["weight_decay"],
+                             warmup_steps=spec["warmup_steps"], schedule="cosine", clip_norm=1.0)
+    started = time.perf_counter()
+    result = train_batched(model, lambda step: batch(train_gens), loss, settings, desc=f"E5 d={d_model}")
+    train_time = time.perf_counter() - started
+    model.eval()
+    with torch.no_grad():
+        accuracy = torch.stack([masked_accuracy(model(t, p), y) for t, p, y in
+                                (batch(eval_gens) for _ in range(spec["eval_batches"]))]).mean(0)
+    return pd.DataFrame([
+        {"mixer": mixer, "kv_pairs": kv, "d_model": d_model, "seed": seed, "model_seed": ms, "vocab": spec["vocab"],
+         "seq_len": spec["seq_len"], "layers": spec["layers"], "heads": spec["heads"], "steps": result["steps_run"],
+         "batch": spec["batch"], "lr": spec["lr"], "weight_decay": spec["weight_decay"],
+         "accuracy": float(accuracy[i]), "final_train_loss": result["loss_history"][-1],
+         "models_in_group": len(configs), "wall_time_s": train_time}
+        for i, ((mixer, kv, seed), ms) in enumerate(zip(configs, model_seeds))
+    ])

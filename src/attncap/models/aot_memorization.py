@@ -1,0 +1,158 @@
+"""One-layer attention-only transformers (and the one-head + MLP baseline) stacked on a model axis.
+
+Models in one stack share N, d, d_h and the head layout but may differ in head count H and MLP
+width w: heads and hidden units are padded to the largest H / w of the stack and the padding is
+multiplied by a 0/1 mask, so padded weights receive exactly zero gradient and never move under Adam.
+Model m therefore trains as it would alone (tests check this against single-model stacks).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .layers import BatchedLinear
+from .mixers import softmax_attention
+
+LAYOUTS = ("shared", "per_head")
+"""shared: the reference code's layout. Heads act on d_h-dim vectors; when d ≠ d_h one shared matrix
+projects the input d → d_h and one shared matrix maps the summed head outputs d_h → d (so the
+attention update has rank ≤ min(d, d_h)). per_head: the paper's formalism, W_{Q,K,V}^h ∈ R^{d_h×d}
+and W_O^h ∈ R^{d×d_h} for every head (an ablation)."""
+
+QUERY = 1  # 0-based position of t2, the only position whose prediction (t3) is scored
+
+
+def _uniform(shape, bound: float, generator: torch.Generator) -> torch.Tensor:
+    return torch.empty(shape).uniform_(-bound, bound, generator=generator)
+
+
+def _xavier_bound(fan_out: int, fan_in: int) -> float:
+    return math.sqrt(6.0 / (fan_in + fan_out))
+
+
+class AoTStack(nn.Module):
+    """M one-layer attention-only transformers on (t1, t2) → t3, optionally with an MLP after attention.
+
+    Per model: token table E (N×d), positions P (2×d, added to the attention input only), H heads,
+    untied unembedding U (N×d); residual r = E[t2] + Σ_h head_h (+ W2·GELU(W1·r + b1)); logits = U·r.
+    Initialisation is PyTorch's default for the corresponding modules (nn.Linear for E, P, U and the
+    projections; nn.MultiheadAttention's Xavier in-projection and Linear out-projection per head),
+    drawn from a generator seeded by the model's own seed.
+    """
+
+    def __init__(self, seeds, heads, *, n_tokens: int, d: int, d_head: int, layout: str = "shared",
+                 mlp_widths=None):
+        super().__init__()
+        seeds = [int(s) for s in seeds]
+        heads = [int(h) for h in heads]
+        if len(heads) != len(seeds):
+            raise ValueError("one head count per model")
+        if layout not in LAYOUTS:
+            raise ValueError(f"unknown layout {layout!r}; choose one of {LAYOUTS}")
+        if min(heads) < 1:
+            raise ValueError("every model needs at least one head")
+        widths = [0] * len(seeds) if mlp_widths is None else [int(w) for w in mlp_widths]
+        if len(widths) != len(seeds):
+            raise ValueError("one MLP width per model")
+        self.n_models, self.n_tokens, self.d, self.d_head, self.layout = len(seeds), n_tokens, d, d_head, layout
+        self.heads, self.widths = heads, widths
+        self.project = layout == "shared" and d != d_head
+        inner = d_head if layout == "shared" else d  # width of the vectors the heads read and write
+        h_max, w_max = max(heads), max(widths)
+
+        # nn.Linear(d, N).weight-style tables (uniform ±1/sqrt(d)), as the reference code builds E and U
+        self.embed = BatchedLinear(seeds, d, n_tokens, bias=False, salt=21)
+        self.position = BatchedLinear(seeds, d, 2, bias=False, salt=22)
+        self.unembed = BatchedLinear(seeds, d, n_tokens, bias=False, salt=23)
+        if self.project:
+            self.down = BatchedLinear(seeds, d, d_head, bias=False, salt=24)
+            self.up = BatchedLinear(seeds, d_head, d, bias=False, salt=25)
+
+        in_proj, out_proj, w1, b1, w2 = [], [], [], [], []
+        for seed, h, w in zip(seeds, heads, widths):
+            g = torch.Generator().manual_seed(seed * 7919 + 26)
+            qkv = torch.zeros(h_max, 3 * d_head, inner)
+            out = torch.zeros(h_max, inner, d_head)
+            for j in range(h):
+                qkv[j] = _uniform((3 * d_head, inner), _xavier_bound(3 * d_head, inner), g)
+                out[j] = _uniform((inner, d_head), 1 / math.sqrt(d_head), g)
+            in_proj.append(qkv)
+            out_proj.append(out)
+            hidden_w, hidden_b, back = torch.zeros(w_max, d), torch.zeros(w_max), torch.zeros(d, w_max)
+            if w:
+                hidden_w[:w] = _uniform((w, d), 1 / math.sqrt(d), g)
+                hidden_b[:w] = _uniform((w,), 1 / math.sqrt(d), g)
+                back[:, :w] = _uniform((d, w), 1 / math.sqrt(w), g)
+            w1.append(hidden_w)
+            b1.append(hidden_b)
+            w2.append(back)
+        self.in_proj = nn.Parameter(torch.stack(in_proj))  # (M, H, 3 d_h, inner): rows q | k | v
+        self.out_proj = nn.Parameter(torch.stack(out_proj))  # (M, H, inner, d_h)
+        self.register_buffer("head_mask", (torch.arange(h_max)[None, :] < torch.tensor(heads)[:, None]).float())
+        if w_max:
+            self.mlp_in = nn.Parameter(torch.stack(w1))  # (M, w, d)
+            self.mlp_bias = nn.Parameter(torch.stack(b1))  # (M, w)
+            self.mlp_out = nn.Parameter(torch.stack(w2))  # (M, d, w)
+            self.register_buffer("hidden_mask",
+                                 (torch.arange(w_max)[None, :] < torch.tensor(widths)[:, None]).float())
+
+    def attention_update(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Σ_h head_h at the query position (t2), in the residual width d; tokens (M, B, ≥2).
+
+        Layout (M, B, position, head, feature) throughout: the q/k/v projection of all heads is one
+        matmul per model and so is the summed output projection, so no head-major copies are made.
+        """
+        n_models, batch = tokens.shape[:2]
+        h_max, dh = self.in_proj.shape[1], self.d_head
+        m = torch.arange(n_models, device=tokens.device)[:, None, None]
+        x = self.embed.weight[m, tokens[..., :2]] + self.position.weight[:, None, :, :]  # (M, B, 2, d)
+        if self.project:
+            x = self.down(x)
+        # q only at t2; k and v at both positions, stacked head-major so positions are the
+        # second-to-last axis the mixer expects (stack's backward is a free unbind)
+        w_q = self.in_proj[:, :, :dh].reshape(n_models, h_max * dh, -1).transpose(1, 2)
+        w_kv = self.in_proj[:, :, dh:].reshape(n_models, h_max * 2 * dh, -1).transpose(1, 2)
+        q = torch.bmm(x[:, :, QUERY], w_q).view(n_models, batch, h_max, 1, dh)
+        kv = torch.stack([torch.bmm(x[:, :, t], w_kv).view(n_models, batch, h_max, 2 * dh) for t in range(2)], 3)
+        k, v = kv.split(dh, dim=-1)  # (M, B, H, 2, d_h)
+        # the query is the last position, so it sees both keys (causal masking is moot); scale 1/sqrt(d_h)
+        mixed = softmax_attention(q, k, v, causal=False)[..., 0, :] * self.head_mask[:, None, :, None]
+        out = self.out_proj.transpose(2, 3).reshape(n_models, h_max * dh, -1)  # Σ_h W_O^h · head_h
+        update = torch.bmm(mixed.reshape(n_models, batch, h_max * dh), out)  # (M, B, inner)
+        return self.up(update) if self.project else update
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits (M, B, N) for t3 given tokens (M, B, ≥2)."""
+        m = torch.arange(self.n_models, device=tokens.device)[:, None]
+        r = self.embed.weight[m, tokens[..., QUERY]] + self.attention_update(tokens)
+        if hasattr(self, "mlp_in"):
+            hidden = F.gelu(torch.einsum("mbd,mwd->mbw", r, self.mlp_in) + self.mlp_bias[:, None, :])
+            r = r + torch.einsum("mbw,mdw->mbd", hidden * self.hidden_mask[:, None, :], self.mlp_out)
+        return self.unembed(r)
+
+    def parameter_counts(self) -> list[dict[str, int]]:
+        """Per model: attention (heads + shared projections), MLP and embedding parameter counts."""
+        out = []
+        inner = self.d_head if self.layout == "shared" else self.d
+        for h, w in zip(self.heads, self.widths):
+            attention = h * (3 * self.d_head * inner + inner * self.d_head)
+            if self.project:
+                attention += 2 * self.d * self.d_head
+            mlp = 2 * self.d * w + w
+            out.append({"params_attention": attention, "params_mlp": mlp,
+                        "params_embedding": 2 * self.n_tokens * self.d + 2 * self.d})
+        return out
+
+
+def per_model_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy per model; logits (M, B, N), targets (M, B) → (M,)."""
+    m, b, n = logits.shape
+    return F.cross_entropy(logits.reshape(m * b, n), targets.reshape(m * b), reduction="none").view(m, b).mean(1)
+
+
+def per_model_accuracy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Fraction of argmax hits per model; (M,)."""
+    return (logits.argmax(-1) == targets).double().mean(1)

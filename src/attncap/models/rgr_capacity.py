@@ -1,0 +1,134 @@
+"""The multi-head key-query scorer of RGR (max over heads, one global threshold), batched over models.
+
+`ScorerBank` holds many scorers on one model axis; models with the same head split (h, d_k) are
+stored as one group of shape (n, h, d_k, d_model), so every head split of one D_K budget (and
+several budgets) trains in a single call. `constructed_weights` builds the untrained reference
+scorer (random-projection associative memories, edges split across heads).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def head_scores(x: torch.Tensor, wq: torch.Tensor, wk: torch.Tensor) -> torch.Tensor:
+    """Per-head scores S^(k)_ij = (W_Q^(k) x_i)·(W_K^(k) x_j).
+
+    x: (..., m, d); wq, wk: (..., h, d_k, d) → (..., h, m, m).
+    """
+    q = torch.einsum("...md,...hcd->...hmc", x, wq)
+    k = torch.einsum("...md,...hcd->...hmc", x, wk)
+    return q @ k.transpose(-1, -2)
+
+
+def aggregate(scores: torch.Tensor, temperature: float | None = None) -> torch.Tensor:
+    """Combine heads (axis -3): hard max, or the smooth max T·logsumexp(S/T) used for training."""
+    if temperature is None or scores.shape[-3] == 1:
+        return scores.amax(-3)
+    return temperature * torch.logsumexp(scores / temperature, dim=-3)
+
+
+class ScorerBank(nn.Module):
+    """M independent multi-head scorers; model i has heads[i] heads of d_k[i] dims and threshold tau[i].
+
+    Initial weights of model i come from its own generator seeded by init_seeds[i], so a model
+    starts (and, under Adam, trains) the same whatever else shares the bank.
+    """
+
+    def __init__(self, heads, d_k, init_seeds, d_model: int, init_scale: float = 0.5):
+        super().__init__()
+        heads, d_k, init_seeds = list(map(int, heads)), list(map(int, d_k)), list(map(int, init_seeds))
+        if not len(heads) == len(d_k) == len(init_seeds):
+            raise ValueError("heads, d_k and init_seeds need one entry per model")
+        self.n_models, self.d_model = len(heads), d_model
+        self.splits = sorted(set(zip(heads, d_k)))
+        self.members = [[i for i in range(self.n_models) if (heads[i], d_k[i]) == s] for s in self.splits]
+        order = [i for group in self.members for i in group]
+        # position of model i in the concatenation of groups
+        self.register_buffer("inverse", torch.as_tensor(np.argsort(order)), persistent=False)
+        self.wq, self.wk = nn.ParameterList(), nn.ParameterList()
+        for (h, dk), group in zip(self.splits, self.members):
+            # per-head score std ≈ init_scale² at start, whatever d_k is
+            std = init_scale * dk ** -0.25
+            pairs = [self._init(init_seeds[i], h, dk, d_model, std) for i in group]
+            self.wq.append(nn.Parameter(torch.stack([p[0] for p in pairs])))
+            self.wk.append(nn.Parameter(torch.stack([p[1] for p in pairs])))
+        self.tau = nn.Parameter(torch.zeros(self.n_models))
+        self.heads, self.d_k = heads, d_k
+
+    @staticmethod
+    def _init(seed: int, h: int, dk: int, d: int, std: float):
+        gen = torch.Generator().manual_seed(seed * 1_000_003 + h * 1009 + dk)
+        return (torch.randn(h, dk, d, generator=gen) * std, torch.randn(h, dk, d, generator=gen) * std)
+
+    def forward(self, x: torch.Tensor, temperature: float | None = None) -> torch.Tensor:
+        """Aggregated scores (M, m, m) for per-model embeddings x (M, m, d)."""
+        outs = []
+        for group, wq, wk in zip(self.members, self.wq, self.wk):
+            index = torch.as_tensor(group, device=x.device)
+            outs.append(aggregate(head_scores(x[index], wq, wk), temperature))
+        return torch.cat(outs)[self.inverse]
+
+    def model_weights(self, i: int) -> tuple[torch.Tensor, torch.Tensor, float]:
+        """(W_Q, W_K, τ) of model i as (h, d_k, d) tensors, detached."""
+        for group, wq, wk in zip(self.members, self.wq, self.wk):
+            if i in group:
+                j = group.index(i)
+                return wq[j].detach().clone(), wk[j].detach().clone(), float(self.tau[i].detach())
+        raise IndexError(i)
+
+
+def balanced_logistic_loss(scores: torch.Tensor, tau: torch.Tensor, adj: torch.Tensor,
+                           valid: torch.Tensor, pos_weight: float = 1.0) -> torch.Tensor:
+    """Class-balanced pairwise logistic loss per model: mean over edges + mean over non-edges.
+
+    scores (M, m, m), tau (M,), adj/valid (M, m, m) bool (valid excludes i == j). Edges are a 1/m
+    fraction of pairs; averaging each class separately keeps the rare class from being ignored.
+    """
+    margin = scores - tau[:, None, None]
+    pos = adj & valid
+    neg = ~adj & valid
+    pos_loss = (F.softplus(-margin) * pos).sum((1, 2)) / pos.sum((1, 2)).clamp(min=1)
+    neg_loss = (F.softplus(margin) * neg).sum((1, 2)) / neg.sum((1, 2)).clamp(min=1)
+    return pos_weight * pos_loss + neg_loss
+
+
+def f1_per_model(scores: torch.Tensor, tau: torch.Tensor, adj: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """All-pairs F1 (M,) of the rule S_ij > τ over the valid pairs."""
+    pred = (scores > tau[:, None, None]) & valid
+    true = adj & valid
+    tp = (pred & true).sum((1, 2)).double()
+    fp = (pred & ~true).sum((1, 2)).double()
+    fn = (~pred & true).sum((1, 2)).double()
+    denominator = 2 * tp + fp + fn
+    return torch.where(denominator > 0, 2 * tp / denominator.clamp(min=1), torch.ones_like(tp))
+
+
+def constructed_weights(x: np.ndarray, adj: np.ndarray, h: int, d_k: int,
+                        rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Reference scorer without training: each head stores its share of the edges as a random-projection
+    associative memory.
+
+    Edges are dealt round-robin (in a random order) to the h heads. Head k with edges E_k gets one
+    Gaussian code g_e ∈ R^{d_k} (entries N(0, 1/d_k)) per edge e = (a, b) and
+        W_Q^(k) = Σ_e g_e x_a^T,   W_K^(k) = Σ_e g_e x_b^T,
+    so S^(k)_ij = Σ_{e,e'} (x_i·x_a)(g_e·g_e')(x_b'·x_j): ≈ 1 on a stored pair, and noise of order
+    √(|E_k|/d_k) from the codes plus interference from non-orthogonal embeddings otherwise.
+    With one-hot items and one head this is the "random map to d_k dimensions" of the uncompressed case.
+    Returns W_Q, W_K of shape (h, d_k, d_model).
+    """
+    src, dst = np.nonzero(adj)
+    order = rng.permutation(len(src))
+    d = x.shape[1]
+    wq = np.zeros((h, d_k, d))
+    wk = np.zeros((h, d_k, d))
+    for head in range(h):
+        edges = order[head::h]
+        codes = rng.standard_normal((d_k, len(edges))) / math.sqrt(d_k)
+        wq[head] = codes @ x[src[edges]]
+        wk[head] = codes @ x[dst[edges]]
+    return wq, wk

@@ -1,0 +1,1 @@
+"""Synthetic data generators, one module per claim; all seeded, none downloads anything."""
