@@ -75,7 +75,7 @@ class MixerBlock(nn.Module):
         parts, norms = [], []
         for name, lo, hi in self.groups:
             qs, ks = q[lo:hi], k[lo:hi]
-            if self.positional == "rotary" and name in SOFTMAX_MIXERS:
+            if self.positional == "rotary_all" or (self.positional == "rotary" and name in SOFTMAX_MIXERS):
                 qs, ks = rotary(qs), rotary(ks)
             out, values = mix(name, qs, ks, v[lo:hi], beta=self.betas(x, name, lo, hi), return_values=True)
             parts.append(out)
@@ -93,7 +93,8 @@ class MixerBlock(nn.Module):
 
 
 class BatchedLM(nn.Module):
-    """Token embedding (+ learned positions when positional='learned') → blocks → LN → unembedding."""
+    """Token embedding → blocks → LN → unembedding. Positions: 'learned' (added to the embedding),
+    'rotary' (rotary q/k in softmax mixers only) or 'rotary_all' (rotary q/k in every mixer)."""
 
     def __init__(self, seeds, mixers, *, vocab: int, d_model: int, n_layers: int, n_heads: int = 1,
                  max_len: int = 512, mlp_ratio: int = 4, positional: str = "learned"):
