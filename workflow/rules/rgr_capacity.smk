@@ -1,1 +1,77 @@
-# Claim branch 'rgr_capacity': not built yet (see its issue).
+# Claim 4: relational graph recognition, the D_K* = Θ(m'·log m'/d_model) law and head splits (R1-R5).
+from attncap.experiments.rgr_capacity import parts as rgr_parts
+
+RGR = "rgr_capacity"
+RGR_FIGURES = ["f1_curves", "dkstar_heatmap", "law", "diagonal", "uncompressed", "contexts"]
+RGR_TABLES = ["dkstar_cells", "dkstar_by_h", "law_fit", "threshold_widths"]
+RGR_SEARCHES = ["R2", "R3", "R4", "R5"]
+register_claim(RGR, RGR_FIGURES, RGR_TABLES)
+
+
+def rgr_runs(experiment):
+    """Run CSVs of one experiment: R1 in interleaved D_K slices, a search per (m, d_model, graph) cell."""
+    return expand("results/rgr_capacity/runs/{experiment}_{part}.csv", experiment=experiment,
+                  part=rgr_parts(experiment, config[RGR][experiment]))
+
+
+rule train_rgr_capacity:
+    output:
+        "results/rgr_capacity/runs/R1_{part}.csv",
+    params:
+        spec=lambda w: spec_json(RGR, "R1"),
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=60,
+        gpu=1 if config["device"] == "cuda" else 0,
+    log:
+        "results/logs/rgr_capacity/R1_{part}.log",
+    benchmark:
+        "results/benchmarks/rgr_capacity/R1_{part}.tsv"
+    shell:
+        experiment_command(RGR, "R1", "{wildcards.part}")
+
+
+rule search_rgr_capacity:
+    output:
+        "results/rgr_capacity/runs/{experiment}_{part}.csv",
+    wildcard_constraints:
+        experiment="R[2-5]",
+    params:
+        spec=lambda w: spec_json(RGR, w.experiment),
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=60,
+        gpu=1 if config["device"] == "cuda" else 0,
+    log:
+        "results/logs/rgr_capacity/{experiment}_{part}.log",
+    benchmark:
+        "results/benchmarks/rgr_capacity/{experiment}_{part}.tsv"
+    shell:
+        experiment_command(RGR, "{wildcards.experiment}", "{wildcards.part}")
+
+
+rule analyze_rgr_capacity:
+    input:
+        lambda w: rgr_runs("R1"),
+        lambda w: [path for experiment in RGR_SEARCHES for path in rgr_runs(experiment)],
+    output:
+        claims="results/claims/rgr_capacity.json",
+        summary="results/rgr_capacity/summary.csv",
+    log:
+        "results/logs/rgr_capacity/analyze.log",
+    shell:
+        analyze_command(RGR)
+
+
+rule notebook_rgr_capacity:
+    input:
+        rules.analyze_rgr_capacity.input,
+        rules.analyze_rgr_capacity.output,
+    output:
+        notebook_outputs(RGR, RGR_FIGURES, RGR_TABLES),
+    log:
+        "results/logs/rgr_capacity/notebook.log",
+    shell:
+        notebook_command(RGR)

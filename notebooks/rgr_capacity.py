@@ -1,0 +1,285 @@
+# %% [markdown]
+# # Claim 4 — Relational Graph Recognition: how many relations fit in a key budget D_K?
+#
+# **Source.** Adler (2025), *On the Capacity of Self-Attention* (arXiv 2509.22840). A key–query layer
+# with h heads, W_Q^(k), W_K^(k) ∈ R^{d_k×d_model}, scores every ordered pair of items by
+# S_ij = max_k (W_Q^(k) x_i)·(W_K^(k) x_j) and predicts the edge i→j iff S_ij > τ. The claim: recovering a
+# graph with m' edges among m items needs and suffices **D_K = h·d_k = Θ(m'·log m' / d_model)**; with
+# one-hot items (m = d_model) and a permutation graph one head is enough, while under compression
+# (m > d_model) splitting the same D_K over many small heads recovers more relations.
+#
+# This notebook only reads the run CSVs written by the pipeline (`results/rgr_capacity/runs/`) and the
+# verdicts (`results/claims/rgr_capacity.json`); nothing is trained here.
+
+# %% tags=["parameters"]
+results_dir = "results"
+tier = "default"
+
+# %%
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from attncap import plotting
+from attncap.claims import rgr_capacity as rules
+from attncap.claims.evaluate import load_tables
+
+CLAIM = "rgr_capacity"
+results = Path(results_dir)
+figures, tables_dir = results / "figures", results / "tables"
+plotting.setup()
+tables = load_tables(sorted((results / CLAIM / "runs").glob("*.csv")))
+verdicts = json.loads((results / "claims" / f"{CLAIM}.json").read_text())
+print(f"tier: {tier}; run tables: {sorted(tables)}; rows: { {k: len(v) for k, v in tables.items()} }")
+
+# %% [markdown]
+# ## Protocol (choices this project made where the paper and the spec are silent)
+#
+# * **Items and graphs.** One-hot embeddings when m = d_model, otherwise i.i.d. Gaussian vectors
+#   normalised to unit length. Permutations are uniform *derangements* (self-pairs are never scored, so
+#   a fixed point would be an unrecoverable edge); out-degree-k graphs pick k distinct targets ≠ i per item.
+#   One seed fixes embeddings, graph, contexts and initial weights; every head split of a cell sees the
+#   same embeddings and graph (paired comparison across h).
+# * **Training.** Full batch over all m(m−1) ordered pairs, Adam, class-balanced logistic loss (mean over
+#   edges + mean over non-edges) on S_ij − τ with a learned τ per model. Training uses the **hard max over
+#   heads** (the gradient flows to the winning head); the smooth max T·logsumexp(S/T) is available
+#   (`temperature`) but the hard max did not stall in pilot runs, and it is what is evaluated.
+#   All head splits (and all seeds and pending budgets) of a cell train together on one model axis.
+# * **Stopping and the witness model.** F1 on all pairs is measured every `eval_every` steps. A model is
+#   done at the first evaluation with F1 ≥ 0.99 (success, weights kept) or when its F1 has not risen by
+#   `min_delta` for `patience` steps (failure, its best weights kept) or at `steps`. Both rules depend on
+#   the model alone, so a model's result does not depend on its batch mates. D_K* is therefore *"the
+#   smallest D_K that this training budget reaches F1 ≥ 0.99 on"*: an upper bound on the true capacity
+#   threshold of the architecture.
+# * **D_K\* search.** Per (h, seed): start at a fixed `start_d_k_total` rounded up to a multiple of h, halve
+#   while passing / double while failing, then bisect the bracket over multiples of h until
+#   hi − lo ≤ max(h, rel_tol·lo). Per-head width is capped at d_k ≤ d_model (a head's W_Q^T W_K cannot
+#   exceed rank d_model), so a split still failing at D_K = h·d_model is *censored* (D_K* > h·d_model);
+#   this is what happens to one head under strong compression.
+# * **Cell value and confidence range.** Per (cell, h): the median D_K* over seeds (censored = ∞). The
+#   cell's D_K* is the minimum over h of that median; its range is the min and max over seeds of each
+#   seed's own minimum over h. Ties in the best h go to the smallest h.
+# * **Evaluation.** D_K* uses all-pairs F1 with the learned τ (the stricter measure: by the paper's
+#   context-robustness lemma, all pairs right ⇒ every context right). Context F1 is reported as well:
+#   contexts of 16 and 64 items built from random sources, each true target added with probability ½,
+#   the rest random distractors, micro-averaged over contexts.
+# * **Constructed reference (no training).** Edges are dealt round-robin to the h heads; head k stores its
+#   edges as a random-projection associative memory W_Q^(k) = Σ_e g_e x_a^T, W_K^(k) = Σ_e g_e x_b^T with
+#   Gaussian codes g_e ∈ R^{d_k}; τ is the single all-pairs-F1-optimal threshold. With one-hot items and
+#   one head this is the "random map to d_k dimensions" of the uncompressed case.
+# * **Law axis.** x = m'·ln m' / d_model (natural log; the base only moves the intercept of a log–log fit).
+
+# %%
+verdict_table = pd.DataFrame(verdicts["checks"])[["id", "statement", "measured", "expected", "verdict"]]
+verdict_table
+
+# %% [markdown]
+# ## 1. F1 against the key budget, one curve per head count (paper Fig. 1)
+#
+# R1: one cell (m, d_model) with a permutation graph, every head split of every D_K in the grid, three
+# seeds. Solid lines: trained models (band = range over seeds); dashed: the constructed reference. The
+# dotted line is the F1 = 0.99 success level that defines D_K*.
+
+# %%
+r1 = tables.get("R1")
+if r1 is not None:
+    evals = r1[r1["row_type"] == "eval"].copy()
+    cell_title = f"m={int(r1['m'].iloc[0])}, d_model={int(r1['d_model'].iloc[0])}, {r1['graph'].iloc[0]}"
+    fig, ax = plotting.figure(width=6.5, height=4.4)
+    trained = evals[evals["kind"] == "trained"]
+    palette = dict(zip(sorted(evals["h"].unique()), sns.color_palette("viridis", evals["h"].nunique())))
+    sns.lineplot(data=trained, x="d_k_total", y="f1_all", hue="h", palette=palette, marker="o",
+                 errorbar=("pi", 100), ax=ax)
+    built = evals[evals["kind"] == "constructed"]
+    for h, group in built.groupby("h"):
+        mean = group.groupby("d_k_total")["f1_all"].mean()
+        ax.plot(mean.index, mean.values, ls="--", color=palette[h], alpha=0.7, lw=1.2)
+    ax.axhline(0.99, color="grey", ls=":", lw=1)
+    ax.plot([], [], ls="--", color="grey", label="constructed (dashed)")
+    plotting.label(ax, f"F1 vs total key dimension ({cell_title})", "total key dimension D_K = h·d_k (log scale)",
+                   "all-pairs F1", logx=True, legend_title="heads h")
+    ax.set_xticks(sorted(evals["d_k_total"].unique()))
+    ax.get_xaxis().set_major_formatter(plt.ScalarFormatter())
+    ax.minorticks_off()
+    ax.set_ylim(-0.02, 1.02)
+    plotting.save(fig, figures, CLAIM, "f1_curves")
+    widths = rules.threshold_widths(r1)
+    plotting.save_table(widths, tables_dir, CLAIM, "threshold_widths")
+    display(widths)
+
+# %% [markdown]
+# `threshold_widths`: for each h, the last D_K whose mean F1 is ≤ 0.5 and the first with F1 ≥ 0.99; the
+# "sharp threshold" check asks their ratio to be ≤ 4. NaN means the curve does not cross both levels on
+# the grid (e.g. one head under compression never reaches 0.99).
+
+# %% [markdown]
+# ## 2. D_K* over (m, d_model): more heads as m grows and d_model shrinks (paper Figs. 2 and 5)
+#
+# R2 cells (permutation graphs). Colour: log₂ of the cell's D_K* (minimum over h of the median over
+# seeds). Each cell is annotated with D_K*, the best h, and the seed range [lo–hi].
+
+# %%
+trained_rows = rules.search_rows(tables, "trained")
+built_rows = rules.search_rows(tables, "constructed")
+summary = rules.cell_summary(trained_rows)
+by_h = rules.dkstar_by_h(trained_rows)
+r2_cells = set(tables["R2"]["cell"]) if "R2" in tables else set()
+grid = summary[summary["cell"].isin(r2_cells)]
+value = np.log2(grid.pivot(index="m", columns="d_model", values="dk_star_min").replace(np.inf, np.nan))
+labels = grid.assign(text=[
+    (f"{v:g}\nh={int(h)}\n[{lo:g}–{hi:g}]" if np.isfinite(v) else "censored")
+    for v, h, lo, hi in zip(grid["dk_star_min"], grid["best_h"], grid["dk_star_min_lo"], grid["dk_star_min_hi"])
+]).pivot(index="m", columns="d_model", values="text")
+fig, ax = plotting.figure(width=6.2, height=4.8)
+sns.heatmap(value, annot=labels.reindex_like(value), fmt="", cmap="mako_r", ax=ax,
+            cbar_kws={"label": "log₂ D_K* (best head split)"}, annot_kws={"fontsize": 8})
+ax.invert_yaxis()
+plotting.label(ax, "Minimum total key dimension D_K* (F1 ≥ 0.99)", "d_model (embedding dimension)",
+               "m (number of items)")
+plotting.save(fig, figures, CLAIM, "dkstar_heatmap")
+
+# %% [markdown]
+# ## 3. The law: observed D_K* against m'·log m'/d_model (paper Fig. 3)
+#
+# Every searched cell (R2–R5): permutation cells and out-degree-k cells. y is the best split's D_K*, the
+# error bar the seed range. The solid line is the least-squares fit of log D_K* on log x; the dashed line
+# has slope 1 through the geometric mean (the law's shape). Hollow markers: the constructed reference.
+
+# %%
+fit = rules.law_fit(summary)
+finite = summary[np.isfinite(summary["dk_star_min"])].copy()
+finite["family"] = np.where(finite["graph"] == "permutation",
+                            np.where(finite["m"] == finite["d_model"], "permutation, one-hot", "permutation, compressed"),
+                            "out-degree k=" + finite["out_degree"].astype(str))
+fig, ax = plotting.figure(width=6.5, height=4.8)
+sns.scatterplot(data=finite, x="law_x", y="dk_star_min", hue="family", style="family", s=60, ax=ax, zorder=3)
+ax.errorbar(finite["law_x"], finite["dk_star_min"],
+            yerr=[finite["dk_star_min"] - finite["dk_star_min_lo"], finite["dk_star_min_hi"] - finite["dk_star_min"]],
+            fmt="none", ecolor="grey", alpha=0.6, zorder=2)
+if built_rows is not None:
+    built_summary = rules.cell_summary(built_rows)
+    bfin = built_summary[np.isfinite(built_summary["dk_star_min"])]
+    ax.scatter(bfin["law_x"], bfin["dk_star_min"], facecolors="none", edgecolors="black", s=50,
+               label="constructed reference", zorder=3)
+xs = np.geomspace(finite["law_x"].min(), finite["law_x"].max(), 50) if len(finite) else np.array([])
+if np.isfinite(fit["slope"]):
+    ax.plot(xs, np.exp(fit["intercept"]) * xs ** fit["slope"], color="black",
+            label=f"fit: slope {fit['slope']:.2f}, R² {fit['r2']:.2f}")
+if len(finite):
+    c = np.exp(np.mean(np.log(finite["dk_star_min"]) - np.log(finite["law_x"])))
+    ax.plot(xs, c * xs, color="black", ls="--", lw=1, label=f"slope 1: D_K* = {c:.2f}·x")
+plotting.label(ax, "Observed D_K* vs the capacity law", "m'·ln m' / d_model (log scale)",
+               "D_K* for F1 ≥ 0.99 (log scale)", logx=True, logy=True)
+ax.legend(fontsize="x-small", loc="upper left")
+plotting.save(fig, figures, CLAIM, "law")
+law_table = pd.DataFrame([{"fit": "trained", **fit}])
+if built_rows is not None:
+    law_table = pd.concat([law_table, pd.DataFrame([{"fit": "constructed", **rules.law_fit(built_summary)}])])
+plotting.save_table(law_table, tables_dir, CLAIM, "law_fit")
+law_table
+
+# %% [markdown]
+# ## 4. Fixed compression r = m/d_model (paper Fig. 4)
+#
+# R4: m = r·d_model. Line (left axis): the best split's D_K*, with the seed range; bars (right axis): the h
+# that achieves it.
+
+# %%
+r4_cells = set(tables["R4"]["cell"]) if "R4" in tables else set()
+diag = summary[summary["cell"].isin(r4_cells)].sort_values("d_model")
+fig, ax = plotting.figure(width=6.2, height=4.4)
+ax2 = ax.twinx()
+positions = np.arange(len(diag))
+ax2.bar(positions, diag["best_h"].fillna(0), color="tab:orange", alpha=0.35, width=0.5, label="best h (right axis)")
+ax2.set_ylabel("heads h achieving the minimum")
+ax2.grid(False)
+ax.errorbar(positions, diag["dk_star_min"], yerr=[diag["dk_star_min"] - diag["dk_star_min_lo"],
+                                                  diag["dk_star_min_hi"] - diag["dk_star_min"]],
+            marker="o", color="tab:blue", capsize=3, label="min_h D_K* (left axis)")
+ax.set_xticks(positions, [f"d={d}\nm={m}" for d, m in zip(diag["d_model"], diag["m"])])
+ax.set_zorder(ax2.get_zorder() + 1)
+ax.patch.set_visible(False)
+ratio = int(diag["compression"].iloc[0]) if len(diag) else "?"
+plotting.label(ax, f"Fixed compression r = {ratio}", "cell (d_model, m = r·d_model)", "D_K* for F1 ≥ 0.99")
+handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+ax.legend(handles=handles, fontsize="small", loc="upper left")
+plotting.save(fig, figures, CLAIM, "diagonal")
+
+# %% [markdown]
+# ## 5. D_K* per head count, every cell (uncompressed control R5 and the compressed cells)
+#
+# Median D_K* over seeds per h (bars end at the seed range); an h with no bar was censored (still failing
+# at d_k = d_model). In one-hot cells (m = d_model) the claim is that h = 1 is within 1.25× of the best h.
+
+# %%
+plot_by_h = by_h.copy()
+plot_by_h["panel"] = np.where(plot_by_h["m"] == plot_by_h["d_model"], "uncompressed (m = d_model)",
+                              "compressed (m > d_model)")
+plot_by_h["cell_label"] = ("m=" + plot_by_h["m"].astype(str) + ", d=" + plot_by_h["d_model"].astype(str)
+                           + np.where(plot_by_h["graph"] == "out_degree", ", k=" + plot_by_h["out_degree"].astype(str), ""))
+panels = sorted(plot_by_h["panel"].unique(), reverse=True)
+fig, axes = plotting.figure(ncols=len(panels), width=6.0, height=4.6)
+axes = np.atleast_1d(axes)
+for ax, panel in zip(axes, panels):
+    data = plot_by_h[(plot_by_h["panel"] == panel) & np.isfinite(plot_by_h["dk_median"])]
+    data = data[data["graph"] == "permutation"]
+    sns.lineplot(data=data, x="h", y="dk_median", hue="cell_label", marker="o", ax=ax)
+    plotting.label(ax, f"D_K* per head count: {panel}", "heads h (log scale)", "median D_K* over seeds (log scale)",
+                   logx=True, logy=True, legend_title="cell (permutation)")
+    ax.set_xticks(sorted(plot_by_h["h"].unique()))
+    ax.get_xaxis().set_major_formatter(plt.ScalarFormatter())
+    ax.minorticks_off()
+plotting.save(fig, figures, CLAIM, "uncompressed")
+
+# %% [markdown]
+# ## 6. All pairs vs contexts
+#
+# Each trained model (every evaluation of every search and of R1): all-pairs F1 against context F1.
+# Because scores are pairwise and τ is global, a model right on all pairs is right in every context
+# (points at (1, 1)); below that, contexts — which hold far fewer non-edges per edge — score higher.
+
+# %%
+frames = [t[(t["row_type"] == "eval") & (t["kind"] == "trained")] for t in tables.values() if "row_type" in t]
+evals_all = pd.concat(frames, ignore_index=True)
+ctx_cols = sorted([c for c in evals_all.columns if c.startswith("f1_ctx")], key=lambda c: int(c[6:]))
+long = evals_all.melt(id_vars=["f1_all"], value_vars=ctx_cols, var_name="context", value_name="f1_context").dropna()
+long["context"] = long["context"].str.replace("f1_ctx", "") + " items"
+fig, ax = plotting.figure(width=5.6, height=4.6)
+sns.scatterplot(data=long, x="f1_all", y="f1_context", hue="context", alpha=0.5, s=18, ax=ax)
+ax.plot([0, 1], [0, 1], color="grey", ls=":", lw=1, label="y = x")
+plotting.label(ax, "Context F1 vs all-pairs F1 (trained models)", "all-pairs F1", "context F1 (micro-averaged)",
+               legend_title="context size")
+plotting.save(fig, figures, CLAIM, "contexts")
+perfect = evals_all[evals_all["f1_all"] >= 1.0]
+print(f"{len(perfect)} models with all-pairs F1 = 1; their minimum context F1:",
+      {c: float(perfect[c].min()) for c in ctx_cols if c in perfect and perfect[c].notna().any()})
+
+# %% [markdown]
+# ## 7. The table: D_K*, best h and the law's prediction per cell
+#
+# `law_prediction` is the slope-1 law c·m'·ln m'/d_model with c fitted over all cells (geometric mean of
+# D_K*/x); `fit_prediction` uses the fitted slope. `dk_star_h1` = ∞ means one head never reached F1 ≥ 0.99
+# up to d_k = d_model.
+
+# %%
+cells_table = summary.copy()
+if len(finite):
+    cells_table["law_prediction"] = c * cells_table["law_x"]
+if np.isfinite(fit["slope"]):
+    cells_table["fit_prediction"] = np.exp(fit["intercept"]) * cells_table["law_x"] ** fit["slope"]
+cells_table = cells_table.sort_values(["graph", "out_degree", "d_model", "m"])
+plotting.save_table(cells_table, tables_dir, CLAIM, "dkstar_cells")
+plotting.save_table(by_h, tables_dir, CLAIM, "dkstar_by_h")
+cells_table
+
+# %% [markdown]
+# ## Verdicts
+#
+# The verdict table at the top is `results/claims/rgr_capacity.json`, computed by
+# `attncap.claims.rgr_capacity` from the same helpers this notebook plots with. Read them with the
+# protocol above in mind: D_K* is measured for a fixed optimisation budget, per-head width is capped at
+# d_model, and on the CPU tier the grid is smaller than the paper's (see the report).

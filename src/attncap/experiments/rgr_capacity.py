@@ -1,0 +1,308 @@
+"""Claim 4 experiments R1–R5: train multi-head key-query scorers on RGR and search the key budget D_K*.
+
+R1 trains a fixed D_K grid (F1–D_K curves); R2–R5 run a D_K* search (halving/doubling from a start,
+then bisection over multiples of h, per head count and seed) on cells (m, d_model, graph). Every
+trained model and every constructed reference model becomes one `eval` row; every search its
+`dkstar` row.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attncap.models.rgr_capacity import (ScorerBank, balanced_logistic_loss, constructed_weights, f1_per_model,
+                                         head_scores)
+from attncap.tasks import rgr_capacity as tasks
+from attncap.train import TrainSettings, train_batched
+
+SEARCH_EXPERIMENTS = ("R2", "R3", "R4", "R5")
+
+
+# ---- cells and parts ------------------------------------------------------------------------------
+
+def cells(experiment: str, spec: dict) -> list[dict]:
+    """The (m, d_model, graph, k) cells an experiment covers, in a fixed order."""
+    if experiment == "R1":
+        return [dict(m=spec["m"], d_model=spec["d_model"], graph=spec["graph"], k=spec.get("out_degree", 1))]
+    if experiment == "R2":
+        return [dict(m=m, d_model=d, graph="permutation", k=1) for m in spec["m"] for d in spec["d_model"]]
+    if experiment == "R3":
+        return [dict(m=m, d_model=d, graph="out_degree", k=k)
+                for k in spec["out_degree"] for m in spec["m"] for d in spec["d_model"]]
+    if experiment == "R4":
+        return [dict(m=spec["ratio"] * d, d_model=d, graph="permutation", k=1) for d in spec["d_model"]]
+    if experiment == "R5":
+        return [dict(m=d, d_model=d, graph="permutation", k=1) for d in spec["d_model"]]
+    raise ValueError(f"unknown experiment {experiment!r}")
+
+
+def cell_name(cell: dict) -> str:
+    return f"m{cell['m']}-d{cell['d_model']}-k{cell['k'] if cell['graph'] == 'out_degree' else 0}"
+
+
+def parts(experiment: str, spec: dict) -> list[str]:
+    """Job names: R1 splits its D_K grid into `jobs` interleaved slices; searches run one cell per job."""
+    if experiment == "R1":
+        return [f"p{i}" for i in range(min(spec["jobs"], len(spec["d_k_total"])))]
+    return [cell_name(c) for c in cells(experiment, spec)]
+
+
+# ---- config checks --------------------------------------------------------------------------------
+
+def check_config(section: dict) -> list[str]:
+    """Shapes JSON Schema cannot express: divisibility, compression direction, out-degree range."""
+    problems = []
+    for experiment, spec in section.items():
+        if not isinstance(spec, dict):
+            continue
+        for h in spec.get("heads", []):
+            for dk in spec.get("d_k_total", []):
+                if dk % h:
+                    problems.append(f"{experiment}.d_k_total: h={h} does not divide D_K={dk} "
+                                    "(D_K = h·d_k must split into equal heads)")
+        try:
+            grid = cells(experiment, spec)
+        except (KeyError, TypeError, ValueError):
+            continue
+        for cell in grid:
+            if cell["d_model"] > cell["m"]:
+                problems.append(f"{experiment}.d_model: d_model={cell['d_model']} > m={cell['m']}; "
+                                "embeddings are one-hot (m = d_model) or compressed (m > d_model)")
+            if cell["graph"] == "out_degree" and cell["k"] >= cell["m"]:
+                problems.append(f"{experiment}.out_degree: out-degree k={cell['k']} >= m={cell['m']}; "
+                                "an item has at most m-1 other targets")
+    return problems
+
+
+# ---- data -----------------------------------------------------------------------------------------
+
+def cell_data(cell: dict, seed: int, spec: dict) -> dict:
+    """Embeddings, graph and evaluation contexts of one (cell, seed), from that pair's own generator."""
+    rng = tasks.task_rng(seed, cell["m"], cell["d_model"], cell["graph"], cell["k"])
+    x = tasks.embeddings(cell["m"], cell["d_model"], rng)
+    adj = tasks.make_graph(cell["graph"], cell["m"], cell["k"], rng)
+    ctx_rng = tasks.task_rng(seed, cell["m"], cell["d_model"], cell["graph"], cell["k"], salt=1)
+    contexts = {size: tasks.sample_contexts(adj, size, spec["contexts"]["n_contexts"], ctx_rng,
+                                            spec["contexts"]["p_target"])
+                for size in spec["contexts"]["sizes"] if size <= cell["m"]}
+    return {"x": x, "adj": adj, "contexts": contexts}
+
+
+def _metrics(scores: np.ndarray, tau: float, data: dict) -> dict:
+    out = {"f1_all": tasks.all_pairs_f1(scores, tau, data["adj"])}
+    for size, ctx in data["contexts"].items():
+        out[f"f1_ctx{size}"] = tasks.context_f1(scores, tau, data["adj"], ctx)
+    _, out["f1_best_tau"] = tasks.best_threshold(scores, data["adj"])
+    return out
+
+
+# ---- trained models -------------------------------------------------------------------------------
+
+def train_settings(spec: dict) -> TrainSettings:
+    t = spec["train"]
+    return TrainSettings(steps=t["steps"], lr=t["lr"], optimizer="adam")
+
+
+def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict, datas: dict, device: str) -> list[dict]:
+    """Train one scorer per request (h, D_K, seed) on one model axis; return one result dict each.
+
+    A model is *done* at the first evaluation with all-pairs F1 >= target (its weights are kept) or
+    when its best F1 has not risen by `min_delta` for `patience` steps (its best weights are kept).
+    Both rules look at the model alone, so its result does not depend on its batch mates; training
+    stops when every model is done or at `steps`.
+    """
+    t = spec["train"]
+    m = cell["m"]
+    heads = [h for h, _, _ in requests]
+    d_k = [dk // h for h, dk, _ in requests]
+    init_seeds = [seed * 7919 + 17 for _, _, seed in requests]
+    bank = ScorerBank(heads, d_k, init_seeds, cell["d_model"], init_scale=t["init_scale"]).to(device)
+    x = torch.tensor(np.stack([datas[s]["x"] for _, _, s in requests]), dtype=torch.float32, device=device)
+    adj = torch.tensor(np.stack([datas[s]["adj"] for _, _, s in requests]), device=device)
+    valid = ~torch.eye(m, dtype=torch.bool, device=device).expand_as(adj)
+    n = len(requests)
+    best = np.full(n, -1.0)  # best F1 so far (its weights are the snapshot)
+    ref = np.full(n, -np.inf)  # F1 at the last improvement by >= min_delta, and its step
+    ref_step = np.zeros(n, dtype=int)
+    done = np.zeros(n, dtype=bool)
+    done_step = np.full(n, -1)
+    snapshots: list = [None] * n
+    temperature = t["temperature"]
+
+    def loss_fn(model, _batch):
+        return balanced_logistic_loss(model(x, temperature), model.tau, adj, valid, t["pos_weight"])
+
+    def on_step(step, _losses, _batch):
+        last = step + 1 == t["steps"]
+        if step % t["eval_every"] and not last:
+            return False
+        with torch.no_grad():
+            f1 = f1_per_model(bank(x), bank.tau, adj, valid).cpu().numpy()
+        for i in np.flatnonzero(~done):
+            if f1[i] > best[i]:
+                best[i] = f1[i]
+                snapshots[i] = bank.model_weights(i)
+            if f1[i] >= ref[i] + t["min_delta"]:
+                ref[i], ref_step[i] = f1[i], step + 1
+            if f1[i] >= t["target_f1"] or step + 1 - ref_step[i] >= t["patience"] or last:
+                done[i] = True
+                done_step[i] = step + 1
+        return bool(done.all())
+
+    start = time.perf_counter()
+    train_batched(bank, lambda step: None, loss_fn, train_settings(spec), desc=f"R {cell_name(cell)}",
+                  on_step=on_step)
+    seconds = time.perf_counter() - start
+    results = []
+    for i, (h, dk, seed) in enumerate(requests):
+        wq, wk, tau = snapshots[i]
+        with torch.no_grad():
+            scores = head_scores(torch.tensor(datas[seed]["x"]), wq.double().cpu(), wk.double().cpu()).amax(0)
+        row = dict(kind="trained", h=h, d_k=dk // h, d_k_total=dk, seed=seed, tau=tau,
+                   steps_run=int(done_step[i]), stopped=("target" if best[i] >= t["target_f1"] else "plateau"),
+                   wall_time_s=seconds / n)
+        row.update(_metrics(scores.numpy(), tau, datas[seed]))
+        results.append(row)
+    return results
+
+
+def construct_requests(cell: dict, requests: list[tuple[int, int, int]], datas: dict) -> list[dict]:
+    """Constructed reference scorer per request; its one scalar τ is the all-pairs-F1-optimal threshold."""
+    results = []
+    for h, dk, seed in requests:
+        start = time.perf_counter()
+        rng = np.random.default_rng([seed, cell["m"], cell["d_model"], cell["k"], h, dk, 0xC0])
+        data = datas[seed]
+        wq, wk = constructed_weights(data["x"], data["adj"], h, dk // h, rng)
+        scores = head_scores(torch.tensor(data["x"]), torch.tensor(wq), torch.tensor(wk)).amax(0).numpy()
+        tau, _ = tasks.best_threshold(scores, data["adj"])
+        row = dict(kind="constructed", h=h, d_k=dk // h, d_k_total=dk, seed=seed, tau=tau, steps_run=0,
+                   stopped="", wall_time_s=time.perf_counter() - start)
+        row.update(_metrics(scores, tau, data))
+        results.append(row)
+    return results
+
+
+# ---- the D_K* search ------------------------------------------------------------------------------
+
+class Search:
+    """D_K* for one (h, seed): from a start on the multiples of h, halve while passing / double while
+    failing, then bisect the bracket (lo fails, hi passes) until hi - lo <= max(h, rel_tol·lo).
+
+    D_K never exceeds h·d_model: beyond d_k = d_model a head's bilinear form W_Q^T W_K cannot gain rank,
+    so a search that still fails there is reported as censored (D_K* > h·d_model).
+    """
+
+    def __init__(self, h: int, seed: int, start: int, cap: int, rel_tol: float):
+        self.h, self.seed, self.cap, self.rel_tol = h, seed, cap, rel_tol
+        self.lo, self.hi = 0, None  # lo: largest failing D_K seen (0 = none); hi: smallest passing
+        self.next = min(cap, h * max(1, math.ceil(start / h)))
+        self.evaluations = 0
+
+    def record(self, dk: int, passed: bool) -> None:
+        self.evaluations += 1
+        if passed:
+            self.hi = dk if self.hi is None else min(self.hi, dk)
+        else:
+            self.lo = max(self.lo, dk)
+        self.next = self._propose()
+
+    def _propose(self):
+        h = self.h
+        if self.hi is None:  # still failing: double, up to the cap
+            return None if self.lo >= self.cap else min(self.cap, 2 * self.lo)
+        if self.lo == 0:  # still passing: halve, down to one dimension per head
+            return None if self.hi <= h else max(h, h * (self.hi // (2 * h)))
+        if self.hi - self.lo <= max(h, self.rel_tol * self.lo):
+            return None
+        mid = h * round((self.lo + self.hi) / (2 * h))
+        return mid if self.lo < mid < self.hi else None
+
+    @property
+    def finished(self) -> bool:
+        return self.next is None
+
+    @property
+    def dk_star(self) -> float:
+        return float(self.hi) if self.hi is not None else math.nan
+
+
+def run_search(cell: dict, spec: dict, evaluate, kind: str) -> tuple[list[dict], list[dict]]:
+    """Run the searches of every (h, seed) together: each round evaluates all pending D_K at once."""
+    target = spec["train"]["target_f1"]
+    searches = [Search(h, seed, spec["search"]["start_d_k_total"], h * cell["d_model"], spec["search"]["rel_tol"])
+                for h in spec["heads"] for seed in spec["seeds"]]
+    evals = []
+    round_index = 0
+    while True:
+        pending = [s for s in searches if not s.finished]
+        if not pending:
+            break
+        rows = evaluate([(s.h, s.next, s.seed) for s in pending])
+        for s, row in zip(pending, rows):
+            row["round"] = round_index
+            evals.append(row)
+            s.record(row["d_k_total"], row["f1_all"] >= target)
+        round_index += 1
+    stars = [dict(kind=kind, h=s.h, seed=s.seed, dk_star=s.dk_star, dk_fail=float(s.lo), censored=s.hi is None,
+                  d_k_cap=s.cap, evaluations=s.evaluations) for s in searches]
+    return evals, stars
+
+
+# ---- entry point ----------------------------------------------------------------------------------
+
+def _cell_columns(cell: dict) -> dict:
+    m_edges = tasks.n_edges(cell["graph"], cell["m"], cell["k"])
+    return dict(cell=cell_name(cell), m=cell["m"], d_model=cell["d_model"], graph=cell["graph"], out_degree=cell["k"],
+                m_edges=m_edges, compression=cell["m"] / cell["d_model"], law_x=tasks.law_x(m_edges, cell["d_model"]))
+
+
+def run(experiment: str, spec: dict, context) -> pd.DataFrame:
+    device = context.device
+    rows = []
+    if experiment == "R1":
+        cell = cells("R1", spec)[0]
+        datas = {s: cell_data(cell, s, spec) for s in spec["seeds"]}
+        index = int(context.part[1:]) if context.part.startswith("p") else 0
+        n_jobs = len(parts("R1", spec)) if context.part != "all" else 1
+        trained_grid = spec["d_k_total"][index::n_jobs] if context.part != "all" else spec["d_k_total"]
+        built_grid = spec["construct_d_k_total"][index::n_jobs] if context.part != "all" else spec["construct_d_k_total"]
+        for dk in trained_grid:
+            requests = [(h, dk, s) for h in spec["heads"] for s in spec["seeds"]]
+            rows += [dict(row_type="eval", round=0, **r) for r in train_requests(cell, requests, spec, datas, device)]
+        for dk in built_grid:
+            requests = [(h, dk, s) for h in spec["heads"] if dk % h == 0 for s in spec["seeds"]]
+            rows += [dict(row_type="eval", round=0, **r) for r in construct_requests(cell, requests, datas)]
+        frame = pd.DataFrame(rows)
+        for key, value in reversed(_cell_columns(cell).items()):
+            frame.insert(0, key, value)
+        frame.insert(0, "part", context.part)
+        return frame
+
+    if experiment not in SEARCH_EXPERIMENTS:
+        raise ValueError(f"unknown experiment {experiment!r}")
+    grid = cells(experiment, spec)
+    if context.part != "all":
+        grid = [c for c in grid if cell_name(c) == context.part]
+        if not grid:
+            raise ValueError(f"{experiment}: no cell named {context.part!r}; parts are {parts(experiment, spec)}")
+    frames = []
+    for cell in grid:
+        datas = {s: cell_data(cell, s, spec) for s in spec["seeds"]}
+        evals, stars = run_search(cell, spec, lambda req: train_requests(cell, req, spec, datas, device), "trained")
+        if spec["construct"]:
+            more_evals, more_stars = run_search(cell, spec, lambda req: construct_requests(cell, req, datas),
+                                                "constructed")
+            evals, stars = evals + more_evals, stars + more_stars
+        frame = pd.concat([pd.DataFrame(evals).assign(row_type="eval"),
+                           pd.DataFrame(stars).assign(row_type="dkstar")], ignore_index=True)
+        for key, value in reversed(_cell_columns(cell).items()):
+            frame.insert(0, key, value)
+        frames.append(frame)
+    frame = pd.concat(frames, ignore_index=True)
+    frame.insert(0, "part", context.part)
+    return frame
