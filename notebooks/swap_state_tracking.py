@@ -63,6 +63,17 @@ def length_label(frame):
     return frame["test_multiplier"].map(lambda m: "T_train" if m == 1 else f"{m}·T_train")
 
 
+def one_legend(axes):
+    """Keep a single legend, outside the last panel, so no curve is hidden under it."""
+    axes = list(np.atleast_1d(axes))
+    for ax in axes[:-1]:
+        if ax.get_legend():
+            ax.get_legend().remove()
+    handles, labels = axes[-1].get_legend_handles_labels()
+    axes[-1].legend(handles, labels, title="model", loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                    fontsize="small", title_fontsize="small")
+
+
 for frame in (s1, s2):
     if len(frame):
         frame["test length"] = length_label(frame) + " = " + frame["T_test"].astype(str) + " swaps"
@@ -99,12 +110,14 @@ if len(s1):
         sns.lineplot(data=part, x="n_objects", y="acc", hue="model", style="model", markers=True, dashes=False,
                      errorbar=None, ax=ax)
         sns.scatterplot(data=part, x="n_objects", y="acc", hue="model", ax=ax, legend=False, alpha=0.4, s=18)
-        ax.plot(ns, 1 / ns, ":", color="grey", label="chance 1/n")
-        ax.axvspan(4.5, ns.max() + 0.5, color="tab:red", alpha=0.06, label="S_n not solvable (n ≥ 5)")
+        ax.plot(ns, 1 / ns, ":", marker="_", markersize=16, color="grey", label="chance 1/n")
+        if ns.max() >= 5:
+            ax.axvspan(4.5, ns.max() + 0.5, color="tab:red", alpha=0.06, label="S_n not solvable (n ≥ 5)")
         ax.set_ylim(0, 1.05)
         ax.set_xticks(ns)
         plotting.label(ax, f"test length {part['test length'].iloc[0]}", "number of objects n",
                        "per-step accuracy (last quarter of swaps)", legend_title="model")
+    one_legend(axes)
     fig.suptitle("Swap task: accuracy vs number of objects", y=1.03)
     plotting.save(fig, figures, CLAIM, "accuracy_vs_n")
     plt.show()
@@ -148,6 +161,7 @@ if len(s1):
         plotting.label(ax, f"n = {n} objects", "swap index t", "per-step accuracy at t", legend_title="model")
     for ax in axes[len(ns):]:
         ax.set_visible(False)
+    one_legend(axes[: len(ns)])
     fig.suptitle("Swap task: accuracy vs position (test at 4·T_train)", y=1.03)
     plotting.save(fig, figures, CLAIM, "accuracy_vs_position")
     plt.show()
@@ -161,13 +175,15 @@ if len(s1):
 # %%
 if len(s2):
     fig, ax = plotting.figure(width=6.0)
-    s2["κ1"] = s2["kernel"]
-    sns.barplot(data=s2, x="test length", y="acc", hue="κ1", ax=ax, errorbar=None)
+    s2["κ1"] = s2["kernel"].map({"exp": "exp (DeltaFormer)", "linear": "linear", "zero": "zero (= Transformer)"})
+    s2["length"] = length_label(s2) + "\n(" + s2["T_test"].astype(str) + " swaps)"
+    sns.barplot(data=s2, x="length", y="acc", hue="κ1", ax=ax, errorbar=None)
     n_values = sorted(s2["n_objects"].unique())
     ax.axhline(1 / min(n_values), ls=":", color="grey", label=f"chance 1/n (n = {min(n_values)})")
     ax.set_ylim(0, 1.05)
     plotting.label(ax, f"DeltaFormer κ1 ablation, n = {', '.join(map(str, n_values))}", "test length",
                    "per-step accuracy (last quarter of swaps)", legend_title="κ1")
+    ax.legend(title="κ1", loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", title_fontsize="small")
     plotting.save(fig, figures, CLAIM, "kernel_ablation")
     plt.show()
     ablation = s2.pivot_table(index=["kernel", "n_objects"], columns="test_multiplier", values="acc",
@@ -193,11 +209,12 @@ if len(s1):
         sns.lineplot(data=part, x="n_objects", y="acc_final_query", hue="model", style="model", markers=True,
                      dashes=False, errorbar=None, ax=ax)
         ns = np.array(sorted(part["n_objects"].unique()))
-        ax.plot(ns, 1 / ns, ":", color="grey", label="chance 1/n")
+        ax.plot(ns, 1 / ns, ":", marker="_", markersize=16, color="grey", label="chance 1/n")
         ax.set_ylim(0, 1.05)
         ax.set_xticks(ns)
         plotting.label(ax, f"query after {part['test length'].iloc[0]}", "number of objects n",
                        "final-query accuracy", legend_title="model")
+    one_legend(axes)
     fig.suptitle("Swap task, final-query variant", y=1.03)
     plotting.save(fig, figures, CLAIM, "final_query")
     plt.show()

@@ -6,15 +6,6 @@ SST_EXPERIMENTS = ["S1", "S2"]
 register_claim(SST, SST_FIGURES, SST_TABLES)
 
 
-def sst_parts(experiment):
-    """One training job per number of objects n (all models and seeds of that n share a model axis)."""
-    return [f"n{n}" for n in config[SST][experiment]["n_objects"]]
-
-
-def sst_runs():
-    return [f"results/{SST}/runs/{exp}_{part}.csv" for exp in SST_EXPERIMENTS for part in sst_parts(exp)]
-
-
 rule train_swap_state_tracking:
     output:
         "results/swap_state_tracking/runs/{experiment}_{part}.csv",
@@ -26,7 +17,7 @@ rule train_swap_state_tracking:
     threads: 1
     resources:
         mem_mb=3000,
-        runtime=60,
+        runtime=60 if TIER != "paper" else 720,
         gpu=1 if config["device"] == "cuda" else 0,
     log:
         "results/logs/swap_state_tracking/{experiment}_{part}.log",
@@ -38,7 +29,8 @@ rule train_swap_state_tracking:
 
 rule analyze_swap_state_tracking:
     input:
-        lambda w: sst_runs(),
+        # one training job per (experiment, number of objects n): all models and seeds of that n share a model axis
+        lambda w: [f"results/{SST}/runs/{exp}_n{n}.csv" for exp in SST_EXPERIMENTS for n in config[SST][exp]["n_objects"]],
     output:
         claims="results/claims/swap_state_tracking.json",
         summary="results/swap_state_tracking/summary.csv",

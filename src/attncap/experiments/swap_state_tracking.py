@@ -6,6 +6,7 @@ same seed see the same data and start from the same initial weights, so comparis
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pandas as pd
@@ -14,7 +15,7 @@ import torch
 from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM, masked_token_loss
 from attncap.models.mixers import BETA_MAX, MIXERS
-from attncap.tasks.swap_state_tracking import IGNORE, sample, vocab_size
+from attncap.tasks.swap_state_tracking import contents_after, sample, vocab_size
 from attncap.train import TrainSettings, train_batched
 
 MODEL_LABELS = {
@@ -85,8 +86,6 @@ def evaluate(model: BatchedLM, grid: list[dict], n: int, spec: dict, base_seed: 
                 # The final-query variant: the first L swaps of the same sequences, then one query.
                 qs = [torch.randint(0, n, (spec["batch"],), generator=g) for g in gens]
                 tokens_q = torch.cat([tokens[:, :, : 2 * L], (2 * n + torch.stack(qs).to(device))[:, :, None]], 2)
-                from attncap.tasks.swap_state_tracking import contents_after  # local: eval-only helper
-
                 answers = torch.stack([contents_after(b.tokens[:, 0 : 2 * L : 2], b.tokens[:, 1 : 2 * L : 2] - n, n)
                                        [torch.arange(spec["batch"]), -1, q] for b, q in zip(batches, qs)]).to(device)
                 pred = model(tokens_q)[:, :, -1].argmax(-1)
@@ -167,8 +166,6 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
 
 
 def _with_part(context: RunContext, part: str) -> RunContext:
-    import dataclasses
-
     return dataclasses.replace(context, part=part)
 
 
