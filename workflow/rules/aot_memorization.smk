@@ -1,1 +1,60 @@
-# Claim branch 'aot_memorization': not built yet (see its issue).
+# Claim 2: attention-only transformers memorize H·d_h + d associations (A1–A3, A5, A6 trained; A4 from A1).
+from attncap.experiments.aot_memorization import part_names as aot_part_names
+
+AOT = "aot_memorization"
+AOT_EXPERIMENTS = ["A1", "A2", "A3", "A5", "A6"]
+AOT_FIGURES = ["accuracy_vs_heads", "accuracy_vs_dhead", "accuracy_vs_d", "slope_vs_d", "aot_vs_mlp",
+               "d2_bound"]
+AOT_TABLES = ["fitted_laws", "published_comparison", "accuracy_vs_heads", "aot_vs_mlp"]
+register_claim(AOT, AOT_FIGURES, AOT_TABLES)
+
+
+def aot_runs():
+    """Every run CSV of the claim: one per experiment part (parts balance the training cost)."""
+    return [f"results/{AOT}/runs/{exp}_{part}.csv"
+            for exp in AOT_EXPERIMENTS for part in aot_part_names(exp, config[AOT][exp])]
+
+
+rule train_aot_memorization:
+    output:
+        "results/aot_memorization/runs/{experiment}_{part}.csv",
+    wildcard_constraints:
+        experiment="A[12356]",
+        part=r"p\d+",
+    params:
+        spec=lambda w: spec_json(AOT, w.experiment),
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=60,
+        gpu=1 if config["device"] == "cuda" else 0,
+    log:
+        "results/logs/aot_memorization/{experiment}_{part}.log",
+    benchmark:
+        "results/benchmarks/aot_memorization/{experiment}_{part}.tsv"
+    shell:
+        experiment_command(AOT, "{wildcards.experiment}", "{wildcards.part}")
+
+
+rule analyze_aot_memorization:
+    input:
+        lambda w: aot_runs(),
+    output:
+        claims="results/claims/aot_memorization.json",
+        summary="results/aot_memorization/summary.csv",
+    log:
+        "results/logs/aot_memorization/analyze.log",
+    shell:
+        analyze_command(AOT)
+
+
+rule notebook_aot_memorization:
+    input:
+        rules.analyze_aot_memorization.input,
+        rules.analyze_aot_memorization.output,
+    output:
+        notebook_outputs(AOT, AOT_FIGURES, AOT_TABLES),
+    log:
+        "results/logs/aot_memorization/notebook.log",
+    shell:
+        notebook_command(AOT)

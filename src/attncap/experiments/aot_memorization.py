@@ -46,33 +46,39 @@ def steps_of(spec: dict) -> int:
     return spec["epochs"] * -(-spec["n_sequences"] // spec["batch"])
 
 
+def _as_list(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
 def stacks(experiment: str, spec: dict) -> list[Stack]:
-    """Every stack of an experiment, in a fixed order."""
-    def grid(heads, seeds):
-        pairs = list(itertools.product(heads, seeds))
-        return [h for h, _ in pairs], [s for _, s in pairs]
+    """Every stack of an experiment, in a fixed order. With group_heads, all head counts (and MLP
+    widths) of one shape share a stack (padded to the largest); otherwise each gets its own stack,
+    which wastes no compute on padding (the better choice on a CPU, where cost grows with Σ H)."""
+    seeds = spec["seeds"]
+
+    def aot(d, d_head, layout, heads, final_lr):
+        groups = [heads] if spec["group_heads"] else [[h] for h in heads]
+        return [Stack("aot", d, d_head, layout, [h for h in g for _ in seeds], [0] * len(g) * len(seeds),
+                      [s for _ in g for s in seeds], final_lr) for g in groups]
 
     out = []
     if experiment in ("A1", "A6"):
-        dims = spec["d"] if isinstance(spec["d"], list) else [spec["d"]]
-        for d in dims:
-            heads, seeds = grid(spec["heads"], spec["seeds"])
-            out.append(Stack("aot", d, d, "shared", heads, [0] * len(heads), seeds, spec["final_lr"]))
+        for d in _as_list(spec["d"]):
+            out += aot(d, d, "shared", spec["heads"], spec["final_lr"])
     elif experiment == "A2":
         for layout, d_head in itertools.product(spec["layouts"], spec["d_head"]):
-            heads, seeds = grid([spec["heads"]], spec["seeds"])
-            out.append(Stack("aot", spec["d"], d_head, layout, heads, [0] * len(heads), seeds, spec["final_lr"]))
+            out += aot(spec["d"], d_head, layout, [spec["heads"]], spec["final_lr"])
     elif experiment == "A3":
         for layout, d in itertools.product(spec["layouts"], spec["d"]):
-            heads, seeds = grid([spec["heads"]], spec["seeds"])
-            out.append(Stack("aot", d, spec["d_head"], layout, heads, [0] * len(heads), seeds, spec["final_lr"]))
+            out += aot(d, spec["d_head"], layout, [spec["heads"]], spec["final_lr"])
     elif experiment == "A5":
-        d = spec["d"]
-        heads, seeds = grid(spec["heads"], spec["seeds"])
-        out.append(Stack("aot", d, d, "shared", heads, [0] * len(heads), seeds, spec["final_lr"]))
-        # equal non-embedding parameters: 4d² (one head) + 2dw = 4d²H ⇔ w = 2d(H − 1)
-        out.append(Stack("mlp", d, d, "shared", [1] * len(heads), [2 * d * (h - 1) for h in heads], seeds,
-                         spec["mlp_final_lr"]))
+        for d in _as_list(spec["d"]):
+            out += aot(d, d, "shared", spec["heads"], spec["final_lr"])
+            # equal non-embedding parameters: 4d² (one head) + 2dw = 4d²H  ⇔  w = 2d(H − 1)
+            widths = [2 * d * (h - 1) for h in spec["heads"]]
+            groups = [widths] if spec["group_heads"] else [[w] for w in widths]
+            out += [Stack("mlp", d, d, "shared", [1] * len(g) * len(seeds), [w for w in g for _ in seeds],
+                          [s for _ in g for s in seeds], spec["mlp_final_lr"]) for g in groups]
     else:
         raise ValueError(f"unknown experiment {experiment!r}; known: {EXPERIMENTS}")
     return out
@@ -107,8 +113,7 @@ def check_config(section: dict) -> list[str]:
         if spec["final_lr"] > spec["lr"] or spec.get("mlp_final_lr", 0) > spec["lr"]:
             problems.append(f"{name}.final_lr: the learning rate must decay (final_lr <= lr={spec['lr']})")
         if "per_head" in spec.get("layouts", []):
-            d_heads = spec["d_head"] if isinstance(spec["d_head"], list) else [spec["d_head"]]
-            dims = spec["d"] if isinstance(spec["d"], list) else [spec["d"]]
+            d_heads, dims = _as_list(spec["d_head"]), _as_list(spec["d"])
             bad = sorted({(h, d) for h in d_heads for d in dims if h > d})
             for h, d in bad:
                 key = "d_head" if isinstance(spec["d_head"], list) else "d"

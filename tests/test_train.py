@@ -1,0 +1,99 @@
+"""The shared trainer: a model trained inside a batched stack follows the trajectory it follows alone,
+and the linear per-epoch schedule reproduces torch's LinearLR exactly."""
+import math
+
+import pytest
+import torch
+
+from attncap.models.aot_memorization import AoTStack, per_model_accuracy, per_model_cross_entropy
+from attncap.tasks.aot_memorization import EpochShuffler, make_block
+from attncap.train import TrainSettings, generators, lr_factor, train_batched
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models: one thread is fastest and avoids contention on shared machines."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _train(seeds, heads, widths, *, layout="shared", d=4, d_head=4, steps=24):
+    torch.manual_seed(123)  # global RNG must not matter: every model draws from its own generators
+    table, sample = make_block(8, 128, seed=5)
+    model = AoTStack(seeds, heads, n_tokens=8, d=d, d_head=d_head, layout=layout, mlp_widths=widths)
+    shuffle = EpochShuffler(sample, 32, generators(seeds, offset=3))
+    settings = TrainSettings(steps=steps, lr=0.01, optimizer="adam", schedule="linear", schedule_every=4,
+                             final_lr_fraction=0.05, schedule_span=steps // 4)
+    accs, losses = [], []
+
+    def loss_fn(net, batch):
+        logits = net(batch)
+        accs.append(per_model_accuracy(logits.detach(), batch[..., 2]))
+        return per_model_cross_entropy(logits, batch[..., 2])
+
+    train_batched(model, shuffle, loss_fn, settings, on_step=lambda s, l, b: losses.append(l))
+    return model, torch.stack(accs), torch.stack(losses)
+
+
+def _active(model, i):
+    """Model i's weights without padding, as a flat vector."""
+    h, w = model.heads[i], model.widths[i]
+    parts = [model.embed.weight[i], model.position.weight[i], model.unembed.weight[i],
+             model.in_proj[i, :h], model.out_proj[i, :h]]
+    if w:
+        parts += [model.mlp_in[i, :w], model.mlp_bias[i, :w], model.mlp_out[i, :, :w]]
+    if model.project:
+        parts += [model.down.weight[i], model.up.weight[i]]
+    return torch.cat([p.detach().reshape(-1) for p in parts])
+
+
+@pytest.mark.parametrize("layout,d,d_head,widths", [
+    ("shared", 5, 3, None),  # padded heads and the shared down/up projections
+    ("per_head", 3, 2, None),
+    ("shared", 4, 4, [0, 8, 16]),  # padded MLP hidden units
+])
+def test_batched_equals_alone(layout, d, d_head, widths):
+    seeds, heads = [0, 1, 2], [1, 3, 2] if widths is None else [1, 1, 1]
+    batched, acc_b, loss_b = _train(seeds, heads, widths, layout=layout, d=d, d_head=d_head)
+    for i, seed in enumerate(seeds):
+        alone, acc_a, loss_a = _train([seed], [heads[i]], None if widths is None else [widths[i]],
+                                      layout=layout, d=d, d_head=d_head)
+        torch.testing.assert_close(_active(batched, i), _active(alone, 0), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(loss_b[:, i], loss_a[:, 0], rtol=1e-4, atol=1e-5)
+        assert torch.equal(acc_b[:, i], acc_a[:, 0])
+
+
+def test_padding_never_moves():
+    model, _, _ = _train([0, 1], [1, 3], [0, 6])
+    assert torch.count_nonzero(model.in_proj[0, 1:]) == 0
+    assert torch.count_nonzero(model.out_proj[0, 1:]) == 0
+    assert torch.count_nonzero(model.mlp_in[0]) == 0 and torch.count_nonzero(model.mlp_out[0]) == 0
+
+
+def test_linear_schedule_matches_torch_linear_lr():
+    """Reference code: Adam(lr=0.1) with LinearLR(start_factor=0.1, end_factor=0.005, total_iters=64)
+    stepped once per epoch → effective 1e-2 decaying towards 5e-4."""
+    epochs, per_epoch = 64, 64
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.Adam([param], lr=0.1)
+    scheduler = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=0.1, end_factor=0.005, total_iters=epochs)
+    reference = []
+    for _ in range(epochs):
+        reference.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    settings = TrainSettings(steps=epochs * per_epoch, lr=0.01, optimizer="adam", schedule="linear",
+                             schedule_every=per_epoch, final_lr_fraction=0.05, schedule_span=epochs)
+    ours = [settings.lr * lr_factor(step, settings) for step in range(settings.steps)]
+    for e in range(epochs):
+        block = ours[e * per_epoch:(e + 1) * per_epoch]
+        assert all(math.isclose(v, reference[e], rel_tol=1e-12) for v in block)
+    assert math.isclose(ours[0], 0.01) and math.isclose(ours[-1], 0.01 * (1 - 0.95 * 63 / 64))
+
+
+def test_default_linear_schedule_unchanged():
+    """Without schedule_span the last unit still reaches the final value (other claims rely on it)."""
+    s = TrainSettings(steps=100, lr=1.0, schedule="linear", schedule_every=10, final_lr_fraction=0.1)
+    assert lr_factor(0, s) == 1.0 and math.isclose(lr_factor(99, s), 0.1)
