@@ -1,1 +1,82 @@
-# Claim branch 'mha_memorization': not built yet (see its issue).
+# Claim 3: multi-head attention memorizes Ω(H·n) examples (M1 exact ranks, M2-M6 trained, M8 assumptions;
+# M7 saturation is measured inside the trained jobs).
+MHA = "mha_memorization"
+MHA_FIGURES = ["rank_laws", "heads", "context_size", "head_size", "shared_vs_nonshared", "regression",
+               "saturation", "assumptions"]
+MHA_TABLES = ["rank_laws", "memorization", "fits", "assumptions"]
+MHA_TRAINED = ["M2", "M3", "M4", "M5", "M6"]
+register_claim(MHA, MHA_FIGURES, MHA_TABLES)
+
+
+def mha_parts(experiment):
+    return [f"p{i}" for i in range(config[MHA][experiment]["parts"])]
+
+
+def mha_trained_spec(experiment):
+    """The trained experiment's section plus the M7 saturation settings its jobs measure."""
+    return json.dumps({**config[MHA][experiment], "saturation": config[MHA]["M7"]}, sort_keys=True)
+
+
+rule experiment_mha_memorization:
+    output:
+        "results/mha_memorization/runs/{experiment}.csv",
+    wildcard_constraints:
+        experiment="M[18]",
+    params:
+        spec=lambda w: spec_json(MHA, w.experiment),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    log:
+        "results/logs/mha_memorization/{experiment}.log",
+    benchmark:
+        "results/benchmarks/mha_memorization/{experiment}.tsv"
+    shell:
+        experiment_command(MHA, "{wildcards.experiment}")
+
+
+rule train_mha_memorization:
+    output:
+        "results/mha_memorization/runs/{experiment}_{part}.csv",
+    wildcard_constraints:
+        experiment="M[2-6]",
+        part=r"p\d+",
+    params:
+        spec=lambda w: mha_trained_spec(w.experiment),
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+        gpu=1 if config["device"] == "cuda" else 0,
+    log:
+        "results/logs/mha_memorization/{experiment}_{part}.log",
+    benchmark:
+        "results/benchmarks/mha_memorization/{experiment}_{part}.tsv"
+    shell:
+        experiment_command(MHA, "{wildcards.experiment}", "{wildcards.part}")
+
+
+rule analyze_mha_memorization:
+    input:
+        expand("results/mha_memorization/runs/{experiment}.csv", experiment=["M1", "M8"]),
+        lambda w: [f"results/mha_memorization/runs/{e}_{p}.csv" for e in MHA_TRAINED for p in mha_parts(e)],
+    output:
+        claims="results/claims/mha_memorization.json",
+        summary="results/mha_memorization/summary.csv",
+    log:
+        "results/logs/mha_memorization/analyze.log",
+    shell:
+        analyze_command(MHA)
+
+
+rule notebook_mha_memorization:
+    input:
+        rules.analyze_mha_memorization.input,
+        rules.analyze_mha_memorization.output,
+    output:
+        notebook_outputs(MHA, MHA_FIGURES, MHA_TABLES),
+    log:
+        "results/logs/mha_memorization/notebook.log",
+    shell:
+        notebook_command(MHA)

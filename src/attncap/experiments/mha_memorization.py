@@ -32,9 +32,11 @@ def _mix(*values: int) -> int:
 
 def trained_T(spec: dict, heads: int, n: int) -> list[int]:
     """The T grid of one (H, n) cell: explicit `T`, or `T_multiples` of b = H(n−1)+1."""
-    if "T" in spec:
-        return sorted(set(int(t) for t in spec["T"]))
     b = tasks.capacity_bound(heads, n)
+    if "T" in spec:
+        # T_max_per_head trims the grid far above where a model of H heads could still fit (cost ∝ T·H)
+        cap = spec.get("T_max_per_head", 0) * heads or float("inf")
+        return sorted(set(int(t) for t in spec["T"] if t <= max(cap, b)))
     return sorted(set(int(m * b) for m in spec["T_multiples"]))
 
 
@@ -132,28 +134,42 @@ def run_rank_laws(spec: dict, context: RunContext) -> pd.DataFrame:
 
 # ---- M2–M6: trained memorization ---------------------------------------------------------------
 
-def trained_groups(spec: dict) -> list[dict]:
-    """Every (H, n, d_head, T) cell of a trained experiment; the seeds of one cell share a job step."""
-    groups = []
-    for n in spec["n"]:
-        for heads in spec["heads"]:
-            for d_head in spec["d_head"]:
-                for T in trained_T(spec, heads, n):
-                    groups.append({"n": n, "heads": heads, "d_head": d_head, "T": T})
-    return groups
+STEP_OVERHEAD = 5e6
+"""Per-step fixed cost of one cell in multiply-add equivalents (Python and kernel launch time on CPU)."""
+
+
+def _cells(spec: dict) -> list[dict]:
+    return [{"n": n, "heads": heads, "d_head": d_head, "T": T}
+            for n in spec["n"] for heads in spec["heads"] for d_head in spec["d_head"]
+            for T in trained_T(spec, heads, n)]
 
 
 def group_cost(spec: dict, g: dict) -> float:
-    """Multiply-adds of one step (forward), used to balance the parts."""
+    """Multiply-adds of one step (forward) plus the fixed per-step overhead, used to balance the parts."""
     d, H, n, T = spec["d"], g["heads"], g["n"], g["T"]
     per_example = d * d + H * d * g["d_head"] + H * n * g["d_head"]
     if spec["context"] == "nonshared":
         per_example += n * d * d + H * n * d * (g["d_head"] + 1)
-    return float(T * per_example * len(spec["seeds"]))
+    return STEP_OVERHEAD + float(T * per_example * len(g.get("seeds", spec["seeds"])))
+
+
+def trained_groups(spec: dict) -> list[dict]:
+    """The (H, n, d_head, T) cells of a trained experiment; a cell's seeds train side by side on the model
+    axis, except that a cell costing more than half a part's share is split into one group per seed
+    (results do not change: data and initialisation depend on a model's own seed only)."""
+    cells = [{**c, "seeds": list(spec["seeds"])} for c in _cells(spec)]
+    share = sum(group_cost(spec, c) for c in cells) / max(1, spec.get("parts", 1))
+    groups = []
+    for c in cells:
+        if len(c["seeds"]) > 1 and group_cost(spec, c) > 0.5 * share:
+            groups += [{**c, "seeds": [s]} for s in c["seeds"]]
+        else:
+            groups.append(c)
+    return groups
 
 
 def part_groups(spec: dict, part: str) -> list[dict]:
-    """Longest-first greedy split of the cells into `parts` jobs of similar cost; part 'all' = every cell."""
+    """Longest-first greedy split of the groups into `parts` jobs of similar cost; part 'all' = every group."""
     groups = trained_groups(spec)
     if part == "all":
         return groups
@@ -188,7 +204,7 @@ def _saturation(model, data, threshold: float, bins: int) -> dict[str, np.ndarra
 def train_group(spec: dict, exp: str, g: dict, context: RunContext) -> list[dict]:
     """Train one cell's seeds side by side; return one row per seed."""
     start = time.perf_counter()
-    seeds, d, T, n, heads = spec["seeds"], spec["d"], g["T"], g["n"], g["heads"]
+    seeds, d, T, n, heads = g.get("seeds", spec["seeds"]), spec["d"], g["T"], g["n"], g["heads"]
     shared = spec["context"] == "shared"
     classes = spec["labels"] == "classes"
     sat = spec.get("saturation", {"threshold": 0.99, "bins": 20})
@@ -196,11 +212,11 @@ def train_group(spec: dict, exp: str, g: dict, context: RunContext) -> list[dict
     # one seed that differ only in the model see the same examples.
     datasets = [tasks.make_dataset(T, n, d, torch.Generator().manual_seed(
         _mix(context.seed, s, T, n, int(shared), int(classes))), shared=shared, labels=spec["labels"],
-        n_classes=spec["n_classes"], distribution=spec["distribution"]) for s in seeds]
+        n_classes=spec.get("n_classes", 100), distribution=spec["distribution"]) for s in seeds]
     data = tasks.stack_datasets(datasets)
     model_seeds = [_mix(context.seed, s, heads, g["d_head"], n, T) % (2**31) for s in seeds]
     model = BatchedMHAMemorizer(model_seeds, d_in=d, d=d, heads=heads, d_head=g["d_head"], n=n,
-                                out_dim=spec["n_classes"] if classes else 1, positional=spec["positional"])
+                                out_dim=spec.get("n_classes", 100) if classes else 1, positional=spec["positional"])
     y = data["labels"]
     M = len(seeds)
     if classes:
@@ -296,6 +312,15 @@ def _attention_queries(tokens: np.ndarray, d: int, rng: np.random.Generator) -> 
     return (seq[:, 0] + out[:, 0]).numpy()
 
 
+def _context_rank_stats(contexts: np.ndarray, n: int, rtol: float) -> dict:
+    """Full-rank pass rate of (N, n, d) contexts, and how well conditioned they are (σ_min/σ_max)."""
+    s = np.linalg.svd(contexts, compute_uv=False)
+    ratio = s[:, n - 1] / s[:, 0]
+    ranks = (s > rtol * s[:, :1]).sum(-1)
+    return {"context_full_rank": float((ranks == n).mean()), "context_rank_min": int(ranks.min()),
+            "context_sigma_ratio_min": float(ratio.min()), "context_sigma_ratio_median": float(np.median(ratio))}
+
+
 def _kruskal_row(vectors, n_needed, spec, rng) -> dict:
     est = tasks.kruskal_rank_sampled(vectors, spec["trials"], rng, rtol=spec["rtol"])
     coh = tasks.coherence_lower_bound(vectors)
@@ -313,14 +338,11 @@ def run_assumptions(spec: dict, context: RunContext) -> pd.DataFrame:
         start = time.perf_counter()
         gen = torch.Generator().manual_seed(_mix(context.seed, 8, n))
         data = tasks.make_dataset(spec["examples"], n, d, gen, shared=False, dtype=torch.float64)
-        ranks = tasks.numerical_rank(data["context"].numpy())
         for positional in (False, True):
             ctx = data["context"].numpy() + (tasks.sinusoidal_encoding(n + 1, d, torch.float64).numpy()[1:]
                                              if positional else 0.0)
-            ranks = tasks.numerical_rank(ctx, rtol)
             row = {"check": "assumption", "source": "synthetic U[0,1]", "positional": positional, "n": n, "d": d,
-                   "examples": spec["examples"], "context_full_rank": float((ranks == n).mean()),
-                   "context_rank_min": int(ranks.min())}
+                   "examples": spec["examples"], **_context_rank_stats(ctx, n, rtol)}
             row.update(_kruskal_row(data["query"].numpy(), n, spec, rng))
             row["wall_time_s"] = time.perf_counter() - start
             rows.append(row)
@@ -332,27 +354,26 @@ def run_assumptions(spec: dict, context: RunContext) -> pd.DataFrame:
             start = time.perf_counter()
             embed_rng = np.random.default_rng(_mix(context.seed, 9, patch))
             emb = tasks.embed_tokens(tokens, d, embed_rng, positional)
-            ranks = tasks.numerical_rank(emb, rtol)
             queries = _attention_queries(emb, d, embed_rng)
             row = {"check": "assumption", "source": f"digits {patch}x{patch} patches", "positional": positional,
-                   "n": n, "d": d, "examples": len(tokens), "context_full_rank": float((ranks == n).mean()),
-                   "context_rank_min": int(ranks.min())}
+                   "n": n, "d": d, "examples": len(tokens), **_context_rank_stats(emb, n, rtol)}
             row.update(_kruskal_row(queries, n, spec, rng))
             row["wall_time_s"] = time.perf_counter() - start
             rows.append(row)
     # the estimators against brute force on planted tiny cases
     N, dd = spec["planted_N"], spec["planted_d"]
     for case in range(spec["planted_cases"]):
-        start = time.perf_counter()
-        case_rng = np.random.default_rng(_mix(context.seed, 10, case))
-        planted = int(case_rng.integers(1, min(N, dd) + 1))
-        vectors = tasks.planted_kruskal(N, dd, planted, case_rng)
-        true = tasks.kruskal_rank_brute(vectors, rtol)
-        row = {"check": "planted", "source": "planted", "positional": False, "n": N, "d": dd, "examples": N,
-               "planted_krank": planted, "brute_krank": true}
-        row.update(_kruskal_row(vectors, true, {**spec, "trials": spec["planted_trials"]}, case_rng))
-        row["wall_time_s"] = time.perf_counter() - start
-        rows.append(row)
+        for kind in ("subspace", "single"):
+            start = time.perf_counter()
+            case_rng = np.random.default_rng(_mix(context.seed, 10, case, kind == "single"))
+            planted = int(case_rng.integers(1, min(N, dd) + 1))
+            vectors = tasks.planted_kruskal(N, dd, planted, case_rng, kind)
+            true = tasks.kruskal_rank_brute(vectors, rtol)
+            row = {"check": "planted", "source": f"planted {kind}", "positional": False, "n": N, "d": dd,
+                   "examples": N, "planted_krank": planted, "brute_krank": true}
+            row.update(_kruskal_row(vectors, true, {**spec, "trials": spec["planted_trials"]}, case_rng))
+            row["wall_time_s"] = time.perf_counter() - start
+            rows.append(row)
     return pd.DataFrame(rows)
 
 

@@ -163,12 +163,13 @@ def kruskal_rank_sampled(vectors: np.ndarray, trials: int, rng: np.random.Genera
     """Estimate the Kruskal rank from above by random k-subsets (k = 1, 2, …).
 
     A dependent sampled subset proves krank < k; when every sampled subset is independent the
-    estimate is only an upper bound. If C(N, k) ≤ trials every subset is checked, so that k is exact.
-    Returns the estimate and whether it was proven (a dependent subset found or an exhaustive pass).
+    estimate is only an upper bound. If C(N, k) ≤ trials every k-subset is checked, and a clean
+    exhaustive level proves krank ≥ k. `proven` says the estimate is exact: its upper side is
+    proven by a dependent subset (or by k = min(N, d)) and its lower side by an exhaustive level.
     """
     vectors = np.asarray(vectors, dtype=np.float64)
     N, d = vectors.shape
-    exhaustive = False
+    exhaustive_below = True  # level 0 holds trivially
     for k in range(1, min(N, d) + 1):
         exhaustive = math.comb(N, k) <= trials
         if exhaustive:
@@ -176,9 +177,9 @@ def kruskal_rank_sampled(vectors: np.ndarray, trials: int, rng: np.random.Genera
         else:
             subsets = np.stack([rng.choice(N, size=k, replace=False) for _ in range(trials)])
         if not independent(vectors[subsets], rtol).all():
-            return {"estimate": k - 1, "proven": True}
-    # every k-subset independent at the top level k = min(N, d) proves the estimate
-    return {"estimate": min(N, d), "proven": exhaustive}
+            return {"estimate": k - 1, "proven": exhaustive_below}
+        exhaustive_below = exhaustive
+    return {"estimate": min(N, d), "proven": exhaustive_below}
 
 
 def coherence_lower_bound(vectors: np.ndarray) -> dict:
@@ -197,13 +198,19 @@ def coherence_lower_bound(vectors: np.ndarray) -> dict:
     return {"coherence": mu, "bound": int(min(bound, vectors.shape[1], len(vectors)))}
 
 
-def planted_kruskal(N: int, d: int, krank: int, rng: np.random.Generator) -> np.ndarray:
-    """N vectors in R^d with Kruskal rank exactly `krank` (1 ≤ krank ≤ min(N, d) and krank < N).
+def planted_kruskal(N: int, d: int, krank: int, rng: np.random.Generator, kind: str = "single") -> np.ndarray:
+    """N vectors in R^d with Kruskal rank exactly `krank` (1 ≤ krank ≤ min(N, d)).
 
-    Generic vectors except that vector krank (0-based) is a generic combination of the first
-    krank vectors: that (krank+1)-subset is dependent, and generic otherwise, so every krank-subset
-    stays independent.
+    kind "subspace": all vectors generic inside a random krank-dim subspace, so every
+    (krank+1)-subset is dependent (easy to detect by sampling). kind "single": generic vectors except
+    that vector `krank` is a generic combination of the first krank ones, so exactly one
+    (krank+1)-subset (and its supersets) is dependent (hard to find by sampling); every krank-subset
+    stays independent because each coefficient of the combination is nonzero.
     """
+    if kind == "subspace":
+        return rng.standard_normal((N, krank)) @ rng.standard_normal((krank, d))
+    if kind != "single":
+        raise ValueError(f"unknown planted kind {kind!r}")
     vectors = rng.standard_normal((N, d))
     if krank < min(N, d):
         vectors[krank] = rng.standard_normal(krank) @ vectors[:krank]

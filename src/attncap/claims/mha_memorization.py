@@ -1,0 +1,311 @@
+"""Verdicts for claim 3: an H-head attention layer memorizes Ω(H·n) examples (Mahdavi et al., ICLR 2024)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from attncap.claims import (INCONCLUSIVE, NOT_REPRODUCED, PARTIALLY, REPRODUCED, Check, fraction_verdict,
+                            linear_fit, verdict_from)
+
+TITLE = "Multi-head attention memorizes Ω(H·n) examples (rank laws, trained capacity, assumptions)"
+PAPER = "Mahdavi, Liao & Thrampoulidis, Memorization Capacity of Multi-Head Attention in Transformers (ICLR 2024)"
+RESIDUAL_ZERO = 1e-10
+RESIDUAL_NONZERO = 1e-6
+
+
+def _missing(table, columns) -> bool:
+    return table is None or len(table) == 0 or any(c not in table for c in columns)
+
+
+def memorization(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Per run (the `by` columns plus seed): M = max over T of accuracy·T, T* = largest T fitted 100%."""
+    rows = []
+    for key, group in frame.groupby(by + ["seed"]):
+        fitted = group.loc[group["accuracy"] >= 1.0 - 1e-9, "T"]
+        rows.append({**dict(zip(by + ["seed"], key)), "M": float(group["memorized"].max()),
+                     "T_star": float(fitted.max()) if len(fitted) else 0.0, "bound_b": float(group["bound_b"].iloc[0]),
+                     "T_max": float(group["T"].max())})
+    return pd.DataFrame(rows)
+
+
+# ---- M1 ---------------------------------------------------------------------------------------
+
+def check_rank_law(m1, kind: str, expected: str) -> Check:
+    statement = f"Frozen random attention, {kind} context: rank Φ equals {expected} in every cell (float64)"
+    source = f"{PAPER}, Prop. 1 (shared-context tightness) and the feature identity f = Σ_h a_hᵀ E c_h"
+    if _missing(m1, ["context", "rank", "law_rank"]) or not (m1["context"] == kind).any():
+        return Check(f"M1.rank.{kind}", statement, source, "no M1 cells", expected, "exact", INCONCLUSIVE)
+    cells = m1[m1["context"] == kind]
+    ok = cells["rank"] == cells["law_rank"]
+    grid_ok = cells["heads"].nunique() >= 2 and cells["n"].nunique() >= 2
+    measured = {"cells": len(cells), "matching": int(ok.sum()),
+                "worst_gap_ratio": float((cells["sigma_after_law"] / cells["sigma_at_law"]).max())}
+    return Check(f"M1.rank.{kind}", statement, source, measured, expected, "exact (every cell)",
+                 verdict_from(bool(ok.all())) if grid_ok else INCONCLUSIVE)
+
+
+def check_residual(m1) -> Check:
+    statement = ("Least-squares readout on frozen attention fits arbitrary real labels exactly up to the rank law L "
+                 "and not beyond: residual ≤ 1e-10 for T ≤ L, > 1e-6 at T = L+1")
+    source = f"{PAPER}, Thm. 1 (memorize H(n−1)+1 examples) and Prop. 1 (tight for shared contexts)"
+    if _missing(m1, ["T", "law_cap", "rel_residual", "T_rule"]):
+        return Check("M1.residual", statement, source, "no M1 cells", "all cells", "1e-10 / 1e-6", INCONCLUSIVE)
+    below = m1[m1["T"] <= m1["law_cap"]]
+    above = m1[m1["T_rule"] == "L+1"]
+    if len(below) == 0 or len(above) == 0:
+        return Check("M1.residual", statement, source, "grid lacks T ≤ L or T = L+1", "all cells", "1e-10 / 1e-6",
+                     INCONCLUSIVE)
+    ok_below = below["rel_residual"] <= RESIDUAL_ZERO
+    ok_above = above["rel_residual"] > RESIDUAL_NONZERO
+    measured = {"max_residual_T<=L": float(below["rel_residual"].max()),
+                "min_residual_T=L+1": float(above["rel_residual"].min()),
+                "cells": len(below) + len(above)}
+    return Check("M1.residual", statement, source, measured, "≤1e-10 below, >1e-6 at L+1", "every cell",
+                 verdict_from(bool(ok_below.all() and ok_above.all())))
+
+
+# ---- M2 / M6: exact fit up to the bound --------------------------------------------------------
+
+def check_fit_at_bound(table, exp: str) -> Check:
+    classes = exp != "M6"
+    metric = "accuracy" if classes else "rel_mse"
+    statement = (f"{exp}: trained models fit every T ≤ b = H(n−1)+1 "
+                 + ("with 100% accuracy (100 random classes)" if classes else "with relative MSE ≤ 1e-3 (real labels)"))
+    source = f"{PAPER}, Thm. 1 (lower bound: H(n−1)+1 examples with arbitrary labels)"
+    expected = "100% accuracy" if classes else "relative MSE ≤ 1e-3"
+    if _missing(table, ["T", "bound_b", metric]):
+        return Check(f"{exp}.fit_at_bound", statement, source, f"no {exp} table", expected, "every run", INCONCLUSIVE)
+    cells = table[table["T"] <= table["bound_b"]]
+    if len(cells) == 0:
+        return Check(f"{exp}.fit_at_bound", statement, source, "no runs with T ≤ b", expected, "every run",
+                     INCONCLUSIVE)
+    ok = cells[metric] >= 1.0 - 1e-9 if classes else cells[metric] <= 1e-3
+    worst = float(cells[metric].min() if classes else cells[metric].max())
+    measured = {"runs": len(cells), "passing": int(ok.sum()), f"worst_{metric}": worst}
+    return Check(f"{exp}.fit_at_bound", statement, source, measured, expected, "every run", fraction_verdict(list(ok)))
+
+
+# ---- M2: linear in H ------------------------------------------------------------------------
+
+def check_linear_in_heads(m2) -> Check:
+    statement = "Memorization M grows linearly with the number of heads H (paper: R² ≥ 0.98)"
+    source = f"{PAPER}, Sec. 5, Fig. 2(a)"
+    expected = "R² ≥ 0.95, log-log slope in [0.8, 1.2], slope ≥ n−1"
+    if _missing(m2, ["heads", "T", "accuracy", "memorized", "seed", "n"]):
+        return Check("M2.linear_in_H", statement, source, "no M2 table", expected, "all three", INCONCLUSIVE)
+    runs = memorization(m2, ["heads", "n"])
+    per_h = runs.groupby("heads").agg(M=("M", "mean"), T_star=("T_star", "mean"), b=("bound_b", "first"))
+    if len(per_h) < 3:
+        return Check("M2.linear_in_H", statement, source, f"{len(per_h)} head counts", expected, "all three",
+                     INCONCLUSIVE)
+    heads = per_h.index.to_numpy(float)
+    fit = linear_fit(heads, per_h["M"])
+    loglog = linear_fit(np.log(heads), np.log(per_h["M"].clip(lower=1e-9)))
+    n = int(m2["n"].iloc[0])
+    passes = [fit["r2"] >= 0.95, 0.8 <= loglog["slope"] <= 1.2, fit["slope"] >= n - 1]
+    measured = {"slope": fit["slope"], "intercept": fit["intercept"], "r2": fit["r2"], "loglog_slope": loglog["slope"],
+                "M_by_H": {int(h): float(m) for h, m in per_h["M"].items()},
+                "T_star_over_b": {int(h): float(r.T_star / r.b) for h, r in per_h.iterrows()},
+                "hit_T_grid_max": bool((runs["M"] >= 0.999 * runs["T_max"]).any())}
+    verdict = fraction_verdict(passes)
+    return Check("M2.linear_in_H", statement, source, measured, expected, "all three", verdict)
+
+
+# ---- M3: context size ------------------------------------------------------------------------
+
+def check_monotone_n(m3, slack: float = 0.05) -> Check:
+    statement = "Memorization M is non-decreasing in the context size n (H = 4, shared context)"
+    source = f"{PAPER}, Sec. 5, Fig. 2(b)"
+    if _missing(m3, ["n", "T", "accuracy", "memorized", "seed"]):
+        return Check("M3.monotone_n", statement, source, "no M3 table", "non-decreasing", "5% seed slack",
+                     INCONCLUSIVE)
+    per_n = memorization(m3, ["n", "heads"]).groupby("n")["M"].mean()
+    if len(per_n) < 3:
+        return Check("M3.monotone_n", statement, source, f"{len(per_n)} context sizes", "non-decreasing",
+                     "5% seed slack", INCONCLUSIVE)
+    values = per_n.to_numpy()
+    ok = [values[i + 1] >= (1 - slack) * values[i] for i in range(len(values) - 1)]
+    measured = {"M_by_n": {int(k): float(v) for k, v in per_n.items()}}
+    return Check("M3.monotone_n", statement, source, measured, "non-decreasing", "5% seed slack",
+                 verdict_from(all(ok)))
+
+
+def check_n1_collapse(m3) -> Check:
+    statement = "With a shared context of n = 1 token the output cannot depend on the query: accuracy ≤ majority-class rate"
+    source = f"{PAPER}, Prop. 1 with n = 1 (b = 1)"
+    if _missing(m3, ["n", "accuracy", "majority_frac"]) or not (m3["n"] == 1).any():
+        return Check("M3.n1_collapse", statement, source, "no n = 1 runs", "accuracy ≤ majority rate", "1e-6",
+                     INCONCLUSIVE)
+    cells = m3[m3["n"] == 1]
+    excess = cells["accuracy"] - cells["majority_frac"]
+    measured = {"runs": len(cells), "max_excess_over_majority": float(excess.max()),
+                "max_accuracy": float(cells["accuracy"].max())}
+    return Check("M3.n1_collapse", statement, source, measured, "accuracy ≤ majority rate", "1e-6",
+                 verdict_from(bool((excess <= 1e-6).all())))
+
+
+# ---- M4: head size -------------------------------------------------------------------------
+
+def _per_dh(m4):
+    return memorization(m4, ["d_head", "n", "heads"]).groupby("d_head")["M"].mean()
+
+
+def check_head_size_gain(m4) -> Check:
+    statement = "Head size helps up to d_h = n: M(d_h = n) ≥ 1.5·M(d_h = 1)"
+    source = f"{PAPER}, Sec. 5, Fig. 2(c) (Ω(H·min(n, d_h)))"
+    if _missing(m4, ["d_head", "n", "T", "accuracy", "memorized", "seed"]):
+        return Check("M4.gain", statement, source, "no M4 table", "ratio ≥ 1.5", "-", INCONCLUSIVE)
+    per = _per_dh(m4)
+    n = int(m4["n"].iloc[0])
+    if 1 not in per.index or n not in per.index:
+        return Check("M4.gain", statement, source, "grid lacks d_h = 1 or d_h = n", "ratio ≥ 1.5", "-", INCONCLUSIVE)
+    ratio = float(per[n] / max(per[1], 1e-9))
+    return Check("M4.gain", statement, source, {"M_by_dh": {int(k): float(v) for k, v in per.items()}, "ratio": ratio},
+                 "ratio ≥ 1.5", "-", verdict_from(ratio >= 1.5))
+
+
+def check_head_size_plateau(m4, tolerance: float = 0.15) -> Check:
+    statement = "Beyond d_h = n memorization plateaus: M(d_h) within 15% of M(d_h = n) for every d_h ≥ n"
+    source = f"{PAPER}, Sec. 5, Fig. 2(c)"
+    if _missing(m4, ["d_head", "n", "T", "accuracy", "memorized", "seed"]):
+        return Check("M4.plateau", statement, source, "no M4 table", "within 15%", "15%", INCONCLUSIVE)
+    per = _per_dh(m4)
+    n = int(m4["n"].iloc[0])
+    above = per[per.index > n]
+    if n not in per.index or len(above) == 0:
+        return Check("M4.plateau", statement, source, "grid lacks d_h = n or d_h > n", "within 15%", "15%",
+                     INCONCLUSIVE)
+    deviation = (above / per[n] - 1).abs()
+    measured = {"max_relative_deviation": float(deviation.max()),
+                "M_by_dh_above_n": {int(k): float(v) for k, v in above.items()}}
+    return Check("M4.plateau", statement, source, measured, "within 15%", "15%",
+                 fraction_verdict(list(deviation <= tolerance)))
+
+
+# ---- M5: non-shared contexts -------------------------------------------------------------------
+
+def check_nonshared(m2, m5) -> Check:
+    statement = "Distinct contexts per example memorize at least as much as one shared context, at every H"
+    source = f"{PAPER}, App. E.1 (non-shared contexts); frozen-attention rank cap H·d vs H(n−1)+1"
+    if _missing(m2, ["heads", "memorized", "accuracy"]) or _missing(m5, ["heads", "memorized", "accuracy"]):
+        return Check("M5.nonshared", statement, source, "missing M2 or M5", "M_nonshared ≥ M_shared", "5%",
+                     INCONCLUSIVE)
+    shared = memorization(m2, ["heads"]).groupby("heads")["M"].mean()
+    other = memorization(m5, ["heads"]).groupby("heads")["M"].mean()
+    common = sorted(set(shared.index) & set(other.index))
+    if len(common) < 2:
+        return Check("M5.nonshared", statement, source, "fewer than 2 common H", "M_nonshared ≥ M_shared", "5%",
+                     INCONCLUSIVE)
+    ok = [other[h] >= 0.95 * shared[h] for h in common]
+    measured = {"M_shared": {int(h): float(shared[h]) for h in common},
+                "M_nonshared": {int(h): float(other[h]) for h in common}}
+    return Check("M5.nonshared", statement, source, measured, "M_nonshared ≥ M_shared", "5%", fraction_verdict(ok))
+
+
+# ---- M7: saturation ------------------------------------------------------------------------
+
+def check_saturation(m2) -> Check:
+    statement = ("Trained heads saturate the softmax (max weight > 0.99) for more example–head pairs than at "
+                 "initialisation, at every H (runs with T ≥ b)")
+    source = f"{PAPER}, Sec. 4 (proof via softmax saturation) and Sec. 5"
+    if _missing(m2, ["sat_frac", "sat_frac_init", "T", "bound_b", "heads"]):
+        return Check("M7.saturation", statement, source, "no M2 table", "trained > init", "-", INCONCLUSIVE)
+    cells = m2[m2["T"] >= m2["bound_b"]]
+    if len(cells) == 0:
+        return Check("M7.saturation", statement, source, "no runs with T ≥ b", "trained > init", "-", INCONCLUSIVE)
+    per_h = cells.groupby("heads")[["sat_frac", "sat_frac_init"]].mean()
+    ok = list(per_h["sat_frac"] > per_h["sat_frac_init"])
+    measured = {"sat_frac_trained": {int(h): float(v) for h, v in per_h["sat_frac"].items()},
+                "sat_frac_init": {int(h): float(v) for h, v in per_h["sat_frac_init"].items()}}
+    return Check("M7.saturation", statement, source, measured, "trained > init", "-", fraction_verdict(ok))
+
+
+# ---- M8: assumptions -------------------------------------------------------------------------
+
+def check_context_rank(m8) -> Check:
+    statement = "Contexts are full rank: synthetic contexts, and digit patch tokens once sinusoidal encodings are added"
+    source = f"{PAPER}, Assumption 2 and Sec. 5 (ViT check)"
+    if _missing(m8, ["check", "source", "positional", "context_full_rank"]):
+        return Check("M8.context_rank", statement, source, "no M8 table", "100% full rank", "exact", INCONCLUSIVE)
+    rows = m8[m8["check"] == "assumption"]
+    synth = rows[rows["source"].str.startswith("synthetic") & ~rows["positional"].astype(bool)]
+    digits = rows[rows["source"].str.startswith("digits") & rows["positional"].astype(bool)]
+    if len(synth) == 0 or len(digits) == 0:
+        return Check("M8.context_rank", statement, source, "missing synthetic or digits rows", "100% full rank", "exact",
+                     INCONCLUSIVE)
+    cells = pd.concat([synth, digits])
+    measured = {f"{r.source}{' +PE' if r.positional else ''} n={r.n}": float(r.context_full_rank)
+                for r in cells.itertuples()}
+    without = rows[rows["source"].str.startswith("digits") & ~rows["positional"].astype(bool)]
+    measured.update({f"{r.source} no PE n={r.n}": float(r.context_full_rank) for r in without.itertuples()})
+    return Check("M8.context_rank", statement, source, measured, "100% full rank", "exact",
+                 fraction_verdict(list(cells["context_full_rank"] >= 1.0)))
+
+
+def check_kruskal_real(m8) -> Check:
+    statement = ("Queries after one attention layer on real images (digits patches + sinusoidal encodings, as in a "
+                 "ViT) have Kruskal rank ≥ n (random-subset estimate)")
+    source = f"{PAPER}, Assumption 1 and Sec. 5 (ViT check, random k-subsets)"
+    if _missing(m8, ["check", "source", "kruskal_estimate", "kruskal_needed"]):
+        return Check("M8.kruskal", statement, source, "no M8 table", "estimate ≥ n", "sampled", INCONCLUSIVE)
+    rows = m8[(m8["check"] == "assumption") & m8["source"].str.startswith("digits") & m8["positional"].astype(bool)]
+    if len(rows) == 0:
+        return Check("M8.kruskal", statement, source, "no digits rows", "estimate ≥ n", "sampled", INCONCLUSIVE)
+    ok = list(rows["kruskal_estimate"] >= rows["kruskal_needed"])
+    measured = {f"{r.source}{' +PE' if r.positional else ''}": f"{int(r.kruskal_estimate)} (n={int(r.n)})"
+                for r in rows.itertuples()}
+    return Check("M8.kruskal", statement, source, measured, "estimate ≥ n", "sampled", fraction_verdict(ok))
+
+
+def check_kruskal_estimator(m8) -> Check:
+    statement = ("The Kruskal-rank tools are sound on planted tiny cases (brute force as truth): the subset "
+                 "estimate never falls below it and is exact when proven or when the whole subspace is deficient; "
+                 "the coherence bound never exceeds it")
+    source = "project check of the estimator the paper uses (Sec. 5: Kruskal rank is NP-hard, sampled k-subsets)"
+    expected = "all cases"
+    if _missing(m8, ["check", "source", "brute_krank", "planted_krank", "kruskal_estimate", "kruskal_proven",
+                     "coherence_bound"]):
+        return Check("M8.estimator", statement, source, "no planted cases", expected, "exact", INCONCLUSIVE)
+    rows = m8[m8["check"] == "planted"]
+    if len(rows) < 3:
+        return Check("M8.estimator", statement, source, f"{len(rows)} planted cases", expected, "exact",
+                     INCONCLUSIVE)
+    proven = rows["kruskal_proven"].astype(bool)
+    subspace = rows["source"].str.contains("subspace")
+    upper = rows["kruskal_estimate"] >= rows["brute_krank"]
+    exact_when = (rows["kruskal_estimate"] == rows["brute_krank"]) | ~(proven | subspace)
+    sound = rows["coherence_bound"] <= rows["brute_krank"]
+    planted = rows["brute_krank"] == rows["planted_krank"]
+    ok = upper & exact_when & sound & planted
+    measured = {"cases": len(rows), "passing": int(ok.sum()),
+                "estimate_exact": int((rows["kruskal_estimate"] == rows["brute_krank"]).sum()),
+                "exact_single_dependency": f"{int(((rows['kruskal_estimate'] == rows['brute_krank']) & ~subspace).sum())}"
+                                           f"/{int((~subspace).sum())}",
+                "brute_equals_planted": int(planted.sum())}
+    return Check("M8.estimator", statement, source, measured, expected, "exact", verdict_from(bool(ok.all())))
+
+
+def checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
+    m1, m8 = tables.get("M1"), tables.get("M8")
+    return [
+        check_rank_law(m1, "shared", "min(T, H(n−1)+1)"),
+        check_rank_law(m1, "nonshared", "min(T, H·d)"),
+        check_rank_law(m1, "lowrank", "min(T, H·r) (generic rank r)"),
+        check_rank_law(m1, "affine", "min(T, H·r+1) (rows on an r-dim affine subspace)"),
+        check_residual(m1),
+        check_fit_at_bound(tables.get("M2"), "M2"),
+        check_fit_at_bound(tables.get("M6"), "M6"),
+        check_linear_in_heads(tables.get("M2")),
+        check_monotone_n(tables.get("M3")),
+        check_n1_collapse(tables.get("M3")),
+        check_head_size_gain(tables.get("M4")),
+        check_head_size_plateau(tables.get("M4")),
+        check_nonshared(tables.get("M2"), tables.get("M5")),
+        check_saturation(tables.get("M2")),
+        check_context_rank(m8),
+        check_kruskal_real(m8),
+        check_kruskal_estimator(m8),
+    ]
+
+
+__all__ = ["TITLE", "checks", "memorization", "REPRODUCED", "NOT_REPRODUCED", "PARTIALLY"]
