@@ -9,12 +9,6 @@ AOT_TABLES = ["fitted_laws", "published_comparison", "accuracy_vs_heads", "aot_v
 register_claim(AOT, AOT_FIGURES, AOT_TABLES)
 
 
-def aot_runs():
-    """Every run CSV of the claim: one per experiment part (parts balance the training cost)."""
-    return [f"results/{AOT}/runs/{exp}_{part}.csv"
-            for exp in AOT_EXPERIMENTS for part in aot_part_names(exp, config[AOT][exp])]
-
-
 rule train_aot_memorization:
     output:
         "results/aot_memorization/runs/{experiment}_{part}.csv",
@@ -26,8 +20,10 @@ rule train_aot_memorization:
     threads: 1
     resources:
         mem_mb=3000,
-        runtime=60,
+        runtime=60 if TIER != "paper" else 600,
         gpu=1 if config["device"] == "cuda" else 0,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/aot_memorization/{experiment}_{part}.log",
     benchmark:
@@ -38,10 +34,13 @@ rule train_aot_memorization:
 
 rule analyze_aot_memorization:
     input:
-        lambda w: aot_runs(),
+        # one run CSV per experiment part; the parts balance the training cost (see job_parts)
+        lambda w: [f"results/{AOT}/runs/{e}_{p}.csv" for e in AOT_EXPERIMENTS for p in aot_part_names(e, config[AOT][e])],
     output:
         claims="results/claims/aot_memorization.json",
         summary="results/aot_memorization/summary.csv",
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/aot_memorization/analyze.log",
     shell:
@@ -54,6 +53,8 @@ rule notebook_aot_memorization:
         rules.analyze_aot_memorization.output,
     output:
         notebook_outputs(AOT, AOT_FIGURES, AOT_TABLES),
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/aot_memorization/notebook.log",
     shell:

@@ -3,6 +3,7 @@ accuracy linear in H, about quadratic in d_h, and better parameter scaling than 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -107,7 +108,10 @@ def power_fit(x, y, intercept: bool) -> dict:
         fit = linear_fit(np.log(x), np.log(y))
         return {"exponent": fit["slope"], "r2": fit["r2"]}
     try:
-        (a, c, p), _ = curve_fit(lambda t, a, c, p: a + c * t**p, x, y, p0=(y.min(), 1e-3, 2.0), maxfev=20000)
+        with warnings.catch_warnings():  # a flat covariance estimate is fine: only the exponent is used
+            warnings.simplefilter("ignore")
+            (a, c, p), _ = curve_fit(lambda t, a, c, p: a + c * t**p, x, y, p0=(y.min(), 1e-3, 2.0),
+                                     maxfev=20000)
     except (RuntimeError, ValueError):
         return {"exponent": math.nan, "r2": math.nan}
     residual = y - (a + c * x**p)
