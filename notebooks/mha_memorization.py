@@ -36,6 +36,8 @@ from attncap import plotting
 from attncap.claims import linear_fit
 from attncap.claims.mha_memorization import memorization
 
+from matplotlib.ticker import LogLocator, ScalarFormatter
+
 CLAIM = "mha_memorization"
 results = Path(results_dir)
 runs = results / CLAIM / "runs"
@@ -46,6 +48,21 @@ plotting.setup()
 def load(exp):
     files = sorted(runs.glob(f"{exp}.csv")) + sorted(runs.glob(f"{exp}_*.csv"))
     return pd.concat([pd.read_csv(f) for f in files], ignore_index=True) if files else pd.DataFrame()
+
+
+def log2_axis(ax, axis="x"):
+    """Log base-2 axis with plain-number tick labels (1, 2, 4, …)."""
+    getattr(ax, f"set_{axis}scale")("log", base=2)
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(LogLocator(base=2))
+    target.set_major_formatter(ScalarFormatter())
+    target.set_minor_formatter(plt_null())
+
+
+def plt_null():
+    from matplotlib.ticker import NullFormatter
+
+    return NullFormatter()
 
 
 tables = {e: load(e) for e in ["M1", "M2", "M3", "M4", "M5", "M6", "M8"]}
@@ -103,8 +120,9 @@ m2 = tables["M2"]
 runs2 = per_run(m2, ["heads", "n", "d_head"])
 fig, axes = plotting.figure(2, width=5.4)
 sns.lineplot(data=m2, x="T", y="accuracy", hue="heads", marker="o", palette="viridis", ax=axes[0], errorbar=("pi", 100))
-plotting.label(axes[0], "M2: training accuracy vs dataset size", "examples T (log)", "best training accuracy",
-               logx=True, legend_title="heads H")
+plotting.label(axes[0], "M2: training accuracy vs dataset size", "examples T (log scale)", "best training accuracy",
+               legend_title="heads H")
+log2_axis(axes[0])
 fit = linear_fit(runs2["heads"], runs2["M"]) if len(runs2) else {"slope": np.nan, "intercept": np.nan, "r2": np.nan}
 sns.scatterplot(data=runs2, x="heads", y="M", color="C0", ax=axes[1], label="runs (one per seed)")
 hs = np.linspace(0, runs2["heads"].max() if len(runs2) else 1, 50)
@@ -139,7 +157,8 @@ sns.lineplot(data=runs4, x="d_head", y="M", marker="o", errorbar=("pi", 100), ax
 if len(runs4):
     axes.axvline(runs4["n"].iloc[0], color="k", ls=":", label=f"d_h = n = {runs4['n'].iloc[0]}")
 plotting.label(axes, f"M4: memorization vs head size (H={runs4['heads'].iloc[0] if len(runs4) else '?'})",
-               "key/query size per head d_h (log)", "memorized examples M", logx=True)
+               "key/query size per head d_h (log scale)", "memorized examples M")
+log2_axis(axes)
 plotting.save(fig, figures, CLAIM, "head_size")
 
 # %% [markdown]
@@ -195,7 +214,8 @@ if len(m2) and hist_cols:
     axes[0].axvline(m2["sat_threshold"].iloc[0], color="k", ls=":", lw=1)
     sat = m2.melt(id_vars=["heads", "T_over_b"], value_vars=["sat_frac", "sat_frac_init"], var_name="state", value_name="fraction")
     sat["state"] = sat["state"].map({"sat_frac": "trained", "sat_frac_init": "initialisation"})
-    sns.lineplot(data=sat, x="T_over_b", y="fraction", hue="heads", style="state", palette="viridis", ax=axes[1], errorbar=None)
+    sns.lineplot(data=sat, x="T_over_b", y="fraction", hue="heads", style="state", palette="viridis", ax=axes[1],
+                 errorbar=None, markers=True)
 plotting.label(axes[0], "M7: largest attention weight per (example, head)", "max attention weight (1/n to 1)",
                "fraction of pairs", legend_title="heads H")
 plotting.label(axes[1], "M7: saturated pairs (max weight > 0.99)", "examples T / b (log)", "fraction saturated",
@@ -222,6 +242,8 @@ if len(assumptions):
 fig, axes = plotting.figure(2, width=5.8, height=4.4)
 if len(assumptions):
     sns.barplot(data=assumptions, y="data", x="context_full_rank", color="C0", ax=axes[0])
+    axes[0].bar_label(axes[0].containers[0], fmt="%.3f", padding=2, fontsize="small")
+    axes[0].set_xlim(0, 1.15)
     long = assumptions.melt(id_vars=["data"], value_vars=["kruskal_estimate", "coherence_bound", "kruskal_needed"],
                             var_name="quantity", value_name="value")
     long["quantity"] = long["quantity"].map({"kruskal_estimate": "Kruskal estimate (subsets)",
@@ -230,6 +252,7 @@ if len(assumptions):
     sns.barplot(data=long, y="data", x="value", hue="quantity", ax=axes[1])
 plotting.label(axes[0], "M8: contexts with full rank n", "fraction of contexts", "data")
 plotting.label(axes[1], "M8: Kruskal rank of the queries", "rank (vectors)", "", legend_title=None)
+axes[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, fontsize="small")
 axes[1].set_yticklabels([])
 plotting.save(fig, figures, CLAIM, "assumptions")
 columns = ["source", "positional", "n", "d", "examples", "context_full_rank", "context_rank_min",

@@ -335,6 +335,13 @@ def test_assumption_verdicts():
     assert claim.check_context_rank(None).verdict == INCONCLUSIVE
 
 
+def test_smoke_tier_training_is_inconclusive():
+    good = _trained(lambda h: 30 * h, tier="smoke")
+    assert claim.check_linear_in_heads(good).verdict == INCONCLUSIVE
+    assert claim.check_fit_at_bound(good, "M2").verdict == INCONCLUSIVE
+    assert claim.check_linear_in_heads(good.assign(tier="default")).verdict == REPRODUCED
+
+
 def test_checks_without_tables_are_inconclusive():
     assert {c.verdict for c in claim.checks({})} == {INCONCLUSIVE}
 

@@ -17,6 +17,20 @@ def _missing(table, columns) -> bool:
     return table is None or len(table) == 0 or any(c not in table for c in columns)
 
 
+def _smoke_only(*frames) -> bool:
+    """Trained smoke-tier runs take a few hundred steps: too short to measure capacity, so trained
+    checks built only from them are inconclusive (their numbers are still reported)."""
+    tiers = set()
+    for frame in frames:
+        if frame is not None and "tier" in frame:
+            tiers |= set(frame["tier"].astype(str))
+    return tiers == {"smoke"}
+
+
+def _trained_verdict(verdict: str, *frames) -> str:
+    return INCONCLUSIVE if _smoke_only(*frames) else verdict
+
+
 def memorization(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Per run (the `by` columns plus seed): M = max over T of accuracy·T, T* = largest T fitted 100%."""
     rows = []
@@ -82,7 +96,8 @@ def check_fit_at_bound(table, exp: str) -> Check:
     ok = cells[metric] >= 1.0 - 1e-9 if classes else cells[metric] <= 1e-3
     worst = float(cells[metric].min() if classes else cells[metric].max())
     measured = {"runs": len(cells), "passing": int(ok.sum()), f"worst_{metric}": worst}
-    return Check(f"{exp}.fit_at_bound", statement, source, measured, expected, "every run", fraction_verdict(list(ok)))
+    return Check(f"{exp}.fit_at_bound", statement, source, measured, expected, "every run",
+                 _trained_verdict(fraction_verdict(list(ok)), table))
 
 
 # ---- M2: linear in H ------------------------------------------------------------------------
@@ -107,7 +122,7 @@ def check_linear_in_heads(m2) -> Check:
                 "M_by_H": {int(h): float(m) for h, m in per_h["M"].items()},
                 "T_star_over_b": {int(h): float(r.T_star / r.b) for h, r in per_h.iterrows()},
                 "hit_T_grid_max": bool((runs["M"] >= 0.999 * runs["T_max"]).any())}
-    verdict = fraction_verdict(passes)
+    verdict = _trained_verdict(fraction_verdict(passes), m2)
     return Check("M2.linear_in_H", statement, source, measured, expected, "all three", verdict)
 
 
@@ -127,7 +142,7 @@ def check_monotone_n(m3, slack: float = 0.05) -> Check:
     ok = [values[i + 1] >= (1 - slack) * values[i] for i in range(len(values) - 1)]
     measured = {"M_by_n": {int(k): float(v) for k, v in per_n.items()}}
     return Check("M3.monotone_n", statement, source, measured, "non-decreasing", "5% seed slack",
-                 verdict_from(all(ok)))
+                 _trained_verdict(verdict_from(all(ok)), m3))
 
 
 def check_n1_collapse(m3) -> Check:
@@ -161,7 +176,7 @@ def check_head_size_gain(m4) -> Check:
         return Check("M4.gain", statement, source, "grid lacks d_h = 1 or d_h = n", "ratio ≥ 1.5", "-", INCONCLUSIVE)
     ratio = float(per[n] / max(per[1], 1e-9))
     return Check("M4.gain", statement, source, {"M_by_dh": {int(k): float(v) for k, v in per.items()}, "ratio": ratio},
-                 "ratio ≥ 1.5", "-", verdict_from(ratio >= 1.5))
+                 "ratio ≥ 1.5", "-", _trained_verdict(verdict_from(ratio >= 1.5), m4))
 
 
 def check_head_size_plateau(m4, tolerance: float = 0.15) -> Check:
@@ -179,7 +194,7 @@ def check_head_size_plateau(m4, tolerance: float = 0.15) -> Check:
     measured = {"max_relative_deviation": float(deviation.max()),
                 "M_by_dh_above_n": {int(k): float(v) for k, v in above.items()}}
     return Check("M4.plateau", statement, source, measured, "within 15%", "15%",
-                 fraction_verdict(list(deviation <= tolerance)))
+                 _trained_verdict(fraction_verdict(list(deviation <= tolerance)), m4))
 
 
 # ---- M5: non-shared contexts -------------------------------------------------------------------
@@ -199,7 +214,8 @@ def check_nonshared(m2, m5) -> Check:
     ok = [other[h] >= 0.95 * shared[h] for h in common]
     measured = {"M_shared": {int(h): float(shared[h]) for h in common},
                 "M_nonshared": {int(h): float(other[h]) for h in common}}
-    return Check("M5.nonshared", statement, source, measured, "M_nonshared ≥ M_shared", "5%", fraction_verdict(ok))
+    return Check("M5.nonshared", statement, source, measured, "M_nonshared ≥ M_shared", "5%",
+                 _trained_verdict(fraction_verdict(ok), m2, m5))
 
 
 # ---- M7: saturation ------------------------------------------------------------------------
@@ -217,7 +233,8 @@ def check_saturation(m2) -> Check:
     ok = list(per_h["sat_frac"] > per_h["sat_frac_init"])
     measured = {"sat_frac_trained": {int(h): float(v) for h, v in per_h["sat_frac"].items()},
                 "sat_frac_init": {int(h): float(v) for h, v in per_h["sat_frac_init"].items()}}
-    return Check("M7.saturation", statement, source, measured, "trained > init", "-", fraction_verdict(ok))
+    return Check("M7.saturation", statement, source, measured, "trained > init", "-",
+                 _trained_verdict(fraction_verdict(ok), m2))
 
 
 # ---- M8: assumptions -------------------------------------------------------------------------
