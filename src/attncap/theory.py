@@ -23,8 +23,11 @@ def log_mgf_unit_dot(s, d: int):
     """
     s = np.abs(np.asarray(s, dtype=float))  # t is symmetric, so M(s) = M(-s)
     nu = d / 2.0 - 1.0
-    with np.errstate(divide="ignore"):
-        value = special.gammaln(d / 2.0) + nu * np.log(2.0 / s) + np.log(special.ive(nu, s)) + s
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        bessel = special.gammaln(d / 2.0) + nu * np.log(2.0 / s) + np.log(special.ive(nu, s)) + s
+        # M_d(s) = 0F1(; d/2; s²/4): finite where ive underflows (large order, small argument)
+        series = np.log(special.hyp0f1(d / 2.0, s * s / 4.0))
+    value = np.where(np.isfinite(bessel), bessel, series)
     return np.where(s == 0, 0.0, value)
 
 

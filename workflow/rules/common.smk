@@ -15,7 +15,7 @@ def experiment_command(claim, experiment, part="all"):
     return (
         f"python scripts/run_experiment.py {claim} {experiment} --part {part} "
         f"--spec {{params.spec:q}} --seed {config['seed']} --device {config['device']} "
-        f"--threads {{threads}} --tier {TIER} --out {{output[0]}} 2> {{log}}"
+        f"--threads {{threads}} --tier {TIER} --out {{output}} 2> {{log}}"
     )
 
 

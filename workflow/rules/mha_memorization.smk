@@ -8,15 +8,6 @@ MHA_TRAINED = ["M2", "M3", "M4", "M5", "M6"]
 register_claim(MHA, MHA_FIGURES, MHA_TABLES)
 
 
-def mha_parts(experiment):
-    return [f"p{i}" for i in range(config[MHA][experiment]["parts"])]
-
-
-def mha_trained_spec(experiment):
-    """The trained experiment's section plus the M7 saturation settings its jobs measure."""
-    return json.dumps({**config[MHA][experiment], "saturation": config[MHA]["M7"]}, sort_keys=True)
-
-
 rule experiment_mha_memorization:
     output:
         "results/mha_memorization/runs/{experiment}.csv",
@@ -43,7 +34,8 @@ rule train_mha_memorization:
         experiment="M[2-6]",
         part=r"p\d+",
     params:
-        spec=lambda w: mha_trained_spec(w.experiment),
+        # the trained section plus the M7 saturation settings its jobs measure
+        spec=lambda w: json.dumps({**config[MHA][w.experiment], "saturation": config[MHA]["M7"]}, sort_keys=True),
     threads: 1
     resources:
         mem_mb=4000,
@@ -60,7 +52,7 @@ rule train_mha_memorization:
 rule analyze_mha_memorization:
     input:
         expand("results/mha_memorization/runs/{experiment}.csv", experiment=["M1", "M8"]),
-        lambda w: [f"results/mha_memorization/runs/{e}_{p}.csv" for e in MHA_TRAINED for p in mha_parts(e)],
+        lambda w: [f"results/mha_memorization/runs/{e}_p{i}.csv" for e in MHA_TRAINED for i in range(config[MHA][e]["parts"])],
     output:
         claims="results/claims/mha_memorization.json",
         summary="results/mha_memorization/summary.csv",

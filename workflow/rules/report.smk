@@ -6,6 +6,8 @@ rule claims_table:
         expand("results/claims/{claim}.json", claim=config["claims"]),
     output:
         report("results/claims.md", caption="../report/claims.rst", category="verdicts"),
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/claims_table.log",
     shell:

@@ -21,6 +21,8 @@ rule experiment_retrieval_capacity:
     resources:
         mem_mb=4000,
         runtime=30,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/retrieval_capacity/{experiment}.log",
     benchmark:
@@ -39,6 +41,8 @@ rule train_retrieval_capacity:
         mem_mb=4000,
         runtime=60,
         gpu=1 if config["device"] == "cuda" else 0,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/retrieval_capacity/E5_{part}.log",
     benchmark:
@@ -54,6 +58,8 @@ rule analyze_retrieval_capacity:
     output:
         claims="results/claims/retrieval_capacity.json",
         summary="results/retrieval_capacity/summary.csv",
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/retrieval_capacity/analyze.log",
     shell:
@@ -66,6 +72,8 @@ rule notebook_retrieval_capacity:
         rules.analyze_retrieval_capacity.output,
     output:
         notebook_outputs(RC, RC_FIGURES, RC_TABLES),
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/retrieval_capacity/notebook.log",
     shell:

@@ -9,9 +9,10 @@ register_claim(RGR, RGR_FIGURES, RGR_TABLES)
 
 
 def rgr_runs(experiment):
-    """Run CSVs of one experiment: R1 in interleaved D_K slices, a search per (m, d_model, graph) cell."""
+    """Run CSVs of one experiment: R1 in interleaved D_K slices, a search per (m, d_model, graph) cell
+    (cells an earlier search experiment already covers with the same settings are not run twice)."""
     return expand("results/rgr_capacity/runs/{experiment}_{part}.csv", experiment=experiment,
-                  part=rgr_parts(experiment, config[RGR][experiment]))
+                  part=rgr_parts(experiment, config[RGR][experiment], config[RGR]))
 
 
 rule train_rgr_capacity:

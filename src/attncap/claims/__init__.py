@@ -44,6 +44,15 @@ def verdict_from(passed: bool | None) -> str:
     return REPRODUCED if passed else NOT_REPRODUCED
 
 
+def every_cell_verdict(passes: Sequence[bool]) -> str:
+    """For laws that must hold in every cell: all pass → reproduced, any failure → not reproduced,
+    no cells → inconclusive."""
+    passes = list(passes)
+    if not passes:
+        return INCONCLUSIVE
+    return REPRODUCED if all(passes) else NOT_REPRODUCED
+
+
 def fraction_verdict(passes: Sequence[bool]) -> str:
     """All cells pass → reproduced; none → not reproduced; some → partially; no cells → inconclusive."""
     passes = list(passes)

@@ -12,7 +12,7 @@ from tqdm import tqdm
 from attncap import theory
 from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM, masked_accuracy, masked_token_loss, scored_positions
-from attncap.tasks.retrieval_capacity import DotStream, mqar_batch, sample_unit_dots, unit_vectors
+from attncap.tasks.retrieval_capacity import DotStream, mqar_batch, mqar_curriculum_batch, sample_unit_dots, unit_vectors
 from attncap.train import TrainSettings, generators, train_batched
 
 _MAX_ELEMENTS = 1 << 22  # memory chunk for explicit-vector Monte Carlo (32 MiB of float64)
@@ -230,15 +230,16 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
     model_seeds = [1000 * seed + 17 * i for i, (_, _, seed) in enumerate(configs)]
     model = BatchedLM(model_seeds, [c[0] for c in configs], vocab=spec["vocab"], d_model=d_model,
                       n_layers=spec["layers"], n_heads=spec["heads"], max_len=spec["seq_len"], mlp_ratio=4,
-                      positional="learned").to(context.device)
+                      positional=spec.get("positional", "learned")).to(context.device)
     train_gens = generators([s + context.seed for s in model_seeds], offset=1)
     eval_gens = generators([s + context.seed for s in model_seeds], offset=2)
 
     max_kv = max(spec["kv_pairs"])
+    train_sampler = mqar_curriculum_batch if spec.get("curriculum", True) else mqar_batch
 
-    def batch(gens):
+    def batch(gens, sampler):
         """Tokens (M, B, T), query positions (M, B, max kv) and their targets (−100 on padding)."""
-        pairs = [mqar_batch(g, spec["batch"], spec["seq_len"], spec["vocab"], kv) for g, (_, kv, _) in zip(gens, configs)]
+        pairs = [sampler(g, spec["batch"], spec["seq_len"], spec["vocab"], kv) for g, (_, kv, _) in zip(gens, configs)]
         tokens, targets = torch.stack([p[0] for p in pairs]), torch.stack([p[1] for p in pairs])
         positions = scored_positions(targets, max_kv)
         return tokens.to(context.device), positions.to(context.device), targets.gather(2, positions).to(context.device)
@@ -249,12 +250,12 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
     settings = TrainSettings(steps=spec["steps"], lr=spec["lr"], optimizer="adamw", weight_decay=spec["weight_decay"],
                              warmup_steps=spec["warmup_steps"], schedule="cosine", clip_norm=1.0)
     started = time.perf_counter()
-    result = train_batched(model, lambda step: batch(train_gens), loss, settings, desc=f"E5 d={d_model}")
+    result = train_batched(model, lambda step: batch(train_gens, train_sampler), loss, settings, desc=f"E5 d={d_model}")
     train_time = time.perf_counter() - started
     model.eval()
     with torch.no_grad():
         accuracy = torch.stack([masked_accuracy(model(t, p), y) for t, p, y in
-                                (batch(eval_gens) for _ in range(spec["eval_batches"]))]).mean(0)
+                                (batch(eval_gens, mqar_batch) for _ in range(spec["eval_batches"]))]).mean(0)
     return pd.DataFrame([
         {"mixer": mixer, "kv_pairs": kv, "d_model": d_model, "seed": seed, "model_seed": ms, "vocab": spec["vocab"],
          "seq_len": spec["seq_len"], "layers": spec["layers"], "heads": spec["heads"], "steps": result["steps_run"],

@@ -44,11 +44,27 @@ def cell_name(cell: dict) -> str:
     return f"m{cell['m']}-d{cell['d_model']}-k{cell['k'] if cell['graph'] == 'out_degree' else 0}"
 
 
-def parts(experiment: str, spec: dict) -> list[str]:
-    """Job names: R1 splits its D_K grid into `jobs` interleaved slices; searches run one cell per job."""
+SHARED_KEYS = ("heads", "seeds", "train", "contexts", "search", "construct")
+
+
+def parts(experiment: str, spec: dict, section: dict | None = None) -> list[str]:
+    """Job names: R1 splits its D_K grid into `jobs` interleaved slices; searches run one cell per job.
+
+    Given the whole claim `section`, a search cell already covered by an earlier search experiment
+    (R2 < R3 < R4 < R5) with identical search settings is left out: it would reproduce the same numbers
+    (data and initial weights depend only on cell and seed), and the verdicts read every search together.
+    """
     if experiment == "R1":
         return [f"p{i}" for i in range(min(spec["jobs"], len(spec["d_k_total"])))]
-    return [cell_name(c) for c in cells(experiment, spec)]
+    names = [cell_name(c) for c in cells(experiment, spec)]
+    if section is not None:
+        settings = {key: spec[key] for key in SHARED_KEYS}
+        for earlier in SEARCH_EXPERIMENTS[:SEARCH_EXPERIMENTS.index(experiment)]:
+            other = section.get(earlier)
+            if other and all(other.get(key) == value for key, value in settings.items()):
+                covered = {cell_name(c) for c in cells(earlier, other)}
+                names = [n for n in names if n not in covered]
+    return names
 
 
 # ---- config checks --------------------------------------------------------------------------------

@@ -82,3 +82,12 @@ def mqar_batch(generator: torch.Generator, batch: int, seq_len: int, vocab: int,
     targets = torch.full((batch, seq_len), -100, dtype=torch.long)
     targets[rows, slots] = values.gather(1, order)
     return tokens, targets
+
+
+def mqar_curriculum_batch(generator: torch.Generator, batch: int, seq_len: int, vocab: int, kv_pairs: int):
+    """A training batch mixing kv, kv/2, kv/4, … ≥ 1 pairs in equal parts (as Zoology mixes MQAR
+    configurations): the easy sequences let the recall circuit form; evaluation uses kv only."""
+    sizes = [kv_pairs >> i for i in range(kv_pairs.bit_length()) if kv_pairs >> i >= 1]
+    parts = [batch // len(sizes) + (i < batch % len(sizes)) for i in range(len(sizes))]
+    pieces = [mqar_batch(generator, rows, seq_len, vocab, kv) for kv, rows in zip(sizes, parts) if rows]
+    return torch.cat([p[0] for p in pieces]), torch.cat([p[1] for p in pieces])
