@@ -3,11 +3,8 @@ RC = "retrieval_capacity"
 RC_FIGURES = ["linear_error", "softmax_capacity", "snr", "log2_law", "mqar_accuracy"]
 RC_TABLES = ["blog_table", "softmax_capacity", "log2_law", "mqar_accuracy"]
 RC_MC = ["E1", "E2", "E3", "E4"]
+RC_MQAR_PARTS = [f"d{d}" for d in config.get(RC, {}).get("E5", {}).get("d_model", [])]  # one job per width
 register_claim(RC, RC_FIGURES, RC_TABLES)
-
-
-def rc_mqar_parts():
-    return [f"d{d}" for d in config[RC]["E5"]["d_model"]]
 
 
 rule experiment_retrieval_capacity:
@@ -54,7 +51,7 @@ rule train_retrieval_capacity:
 rule analyze_retrieval_capacity:
     input:
         expand("results/retrieval_capacity/runs/{experiment}.csv", experiment=RC_MC),
-        lambda w: expand("results/retrieval_capacity/runs/E5_{part}.csv", part=rc_mqar_parts()),
+        expand("results/retrieval_capacity/runs/E5_{part}.csv", part=RC_MQAR_PARTS),
     output:
         claims="results/claims/retrieval_capacity.json",
         summary="results/retrieval_capacity/summary.csv",
