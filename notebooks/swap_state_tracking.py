@@ -32,6 +32,14 @@
 #   so in-distribution early steps do not dilute a length-generalization failure. The final-query variant
 #   appends one query after the first L swaps of the same sequences.
 # * "Solved" means `acc` ≥ 0.95 at 4·T_train.
+#
+# **Choices where the spec left room** (default tier, sized for about an hour on 2 CPU cores): d_model 32,
+# 2 layers, 4 heads (d_head 8 ≥ every n trained, as DeltaNet's construction needs), batch 64, 2000 steps,
+# peak learning rate 1e-2 (a 400-step probe at n = 3, T_train = 8 learned faster at 1e-2 than at 3e-3 or
+# 1e-3), 200 warm-up steps, cosine decay to 1e-3, 8 × 64 evaluation sequences per test length. S2 (the κ1
+# ablation) is trained at n = 5, the first n past the S_4/S_5 boundary. The smoke tier only exercises the
+# code (n = 3, T_train = 8, 200 steps); its verdicts mean nothing. The paper tier (GPU) spans
+# n = 3…128 with d_model 256, 4 layers, 2 heads (d_head 128) and 20 000 steps of batch 256.
 
 # %% tags=["parameters"]
 results_dir = "results"
