@@ -190,8 +190,9 @@ fig, axes = plotting.figure(1)
 sns.lineplot(data=m6, x="T_over_b", y="rel_mse", hue="heads", marker="o", palette="viridis", errorbar=("pi", 100), ax=axes)
 axes.axhline(1e-3, color="k", ls="--", lw=1, label="1e-3 threshold")
 axes.axvline(1.0, color="k", ls=":", lw=1, label="T = b")
-plotting.label(axes, "M6: real labels, relative MSE vs T/b", "examples T / b, b = H(n−1)+1 (log)",
-               "relative training MSE (log)", logx=True, logy=True, legend_title="heads H")
+plotting.label(axes, "M6: real labels, relative MSE vs T/b", "examples T / b, b = H(n−1)+1 (log scale)",
+               "relative training MSE (log scale)", logy=True, legend_title="heads H")
+log2_axis(axes)
 plotting.save(fig, figures, CLAIM, "regression")
 
 # %% [markdown]
@@ -218,8 +219,9 @@ if len(m2) and hist_cols:
                  errorbar=None, markers=True)
 plotting.label(axes[0], "M7: largest attention weight per (example, head)", "max attention weight (1/n to 1)",
                "fraction of pairs", legend_title="heads H")
-plotting.label(axes[1], "M7: saturated pairs (max weight > 0.99)", "examples T / b (log)", "fraction saturated",
-               logx=True, legend_title=None)
+plotting.label(axes[1], "M7: saturated pairs (max weight > 0.99)", "examples T / b (log scale)", "fraction saturated",
+               legend_title=None)
+log2_axis(axes[1])
 plotting.save(fig, figures, CLAIM, "saturation")
 
 # %% [markdown]

@@ -95,7 +95,9 @@ def check_fit_at_bound(table, exp: str) -> Check:
                      INCONCLUSIVE)
     ok = cells[metric] >= 1.0 - 1e-9 if classes else cells[metric] <= 1e-3
     worst = float(cells[metric].min() if classes else cells[metric].max())
-    measured = {"runs": len(cells), "passing": int(ok.sum()), f"worst_{metric}": worst}
+    by_h = ok.groupby(cells["heads"])
+    measured = {"runs": len(cells), "passing": int(ok.sum()), f"worst_{metric}": worst,
+                "passing_by_H": {int(h): f"{int(g.sum())}/{len(g)}" for h, g in by_h}}
     return Check(f"{exp}.fit_at_bound", statement, source, measured, expected, "every run",
                  _trained_verdict(fraction_verdict(list(ok)), table))
 
