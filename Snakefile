@@ -3,10 +3,12 @@
 #   snakemake --cores 2 --configfile config/smoke.yaml  CI tier
 # The config is validated (schema + per-claim shape checks) before any job is scheduled.
 from attncap.config import validate_config
+from attncap.runtime import clear_stale_locks, record_lock_owner
 
 configfile: "config/config.yaml"
 
 validate_config(config)
+clear_stale_locks()  # a run killed with SIGKILL leaves its locks; the next run may resume
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/retrieval_capacity.smk"
@@ -22,3 +24,7 @@ rule all:
     input:
         "results/claims.md",
         [path for claim in config["claims"] for path in FINAL_TARGETS[claim]],
+
+
+onstart:
+    record_lock_owner()

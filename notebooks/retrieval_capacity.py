@@ -136,9 +136,16 @@ for ax, d in zip(axes, dims):
         ax.plot(g["n"], g["theory_mean"], color=colors[name], lw=1, label=name)
         ax.plot(g["n"], g["theory_typical"], color=colors[name], lw=1, ls="--")
     plotting.label(ax, f"d = {d}", "stored pairs N", "SNR⁻¹", logx=True, logy=True)
-for ax in axes[:-1]:
+from matplotlib.lines import Line2D
+
+for ax in axes:
     ax.get_legend() and ax.get_legend().remove()
-axes[-1].legend(fontsize="x-small", title="kernel (o mean, x median)", title_fontsize="x-small")
+handles = [Line2D([], [], color=colors[name], label=name) for name in kernel_labels] + [
+    Line2D([], [], color="gray", marker="o", ls="", label="MC mean"),
+    Line2D([], [], color="gray", marker="x", ls="", label="MC median"),
+    Line2D([], [], color="gray", ls="-", label="exact mean (closed form)"),
+    Line2D([], [], color="gray", ls="--", label="typical value (closed form)")]
+axes[-1].legend(handles=handles, fontsize="x-small", loc="upper left")
 fig.suptitle("Retrieval noise-to-signal: linear vs exponential kernel")
 plotting.save(fig, figures_dir, CLAIM, "snr")
 

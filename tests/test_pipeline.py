@@ -12,7 +12,7 @@ from attncap.claims import VERDICTS
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow
-WORKFLOW_FILES = ["Snakefile", "workflow", "config", "notebooks", "scripts"]
+WORKFLOW_FILES = ["Snakefile", "workflow", "profiles", "config", "notebooks", "scripts"]
 
 
 def snakemake(*args, cwd):

@@ -121,3 +121,43 @@ class Stopwatch:
     def __exit__(self, *exc):
         self.seconds = time.perf_counter() - self.start
         return False
+
+
+LOCK_OWNER = Path(".snakemake") / "attncap-lock-owner.pid"
+
+
+def _is_running_snakemake(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return False
+    return "snakemake" in cmdline
+
+
+def clear_stale_locks(workdir: str | os.PathLike = ".") -> bool:
+    """Remove Snakemake's directory locks when the run that took them is dead (killed with SIGKILL),
+    so the README command resumes an interrupted run; a live concurrent run keeps its locks.
+
+    Returns True when stale locks were removed.
+    """
+    locks = Path(workdir) / ".snakemake" / "locks"
+    if not locks.is_dir() or not any(locks.iterdir()):
+        return False
+    owner = Path(workdir) / LOCK_OWNER
+    try:
+        pid = int(owner.read_text().strip())
+    except (OSError, ValueError):
+        return False  # locks not taken by a run we recorded: leave them to Snakemake's own message
+    if pid != os.getpid() and _is_running_snakemake(pid):
+        return False
+    for lock in locks.iterdir():
+        lock.unlink(missing_ok=True)
+    print(f"attncap: removed stale Snakemake locks left by a killed run (pid {pid})", flush=True)
+    return True
+
+
+def record_lock_owner(workdir: str | os.PathLike = ".") -> None:
+    """Called from the Snakefile's `onstart`: remember which process holds the directory locks."""
+    owner = Path(workdir) / LOCK_OWNER
+    owner.parent.mkdir(parents=True, exist_ok=True)
+    owner.write_text(f"{os.getpid()}\n")

@@ -230,12 +230,12 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
     model_seeds = [1000 * seed + 17 * i for i, (_, _, seed) in enumerate(configs)]
     model = BatchedLM(model_seeds, [c[0] for c in configs], vocab=spec["vocab"], d_model=d_model,
                       n_layers=spec["layers"], n_heads=spec["heads"], max_len=spec["seq_len"], mlp_ratio=4,
-                      positional=spec.get("positional", "learned")).to(context.device)
+                      positional=spec["positional"]).to(context.device)
     train_gens = generators([s + context.seed for s in model_seeds], offset=1)
     eval_gens = generators([s + context.seed for s in model_seeds], offset=2)
 
     max_kv = max(spec["kv_pairs"])
-    train_sampler = mqar_curriculum_batch if spec.get("curriculum", True) else mqar_batch
+    train_sampler = mqar_curriculum_batch if spec["curriculum"] else mqar_batch
 
     def batch(gens, sampler):
         """Tokens (M, B, T), query positions (M, B, max kv) and their targets (−100 on padding)."""

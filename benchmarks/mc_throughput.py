@@ -1,0 +1,62 @@
+"""Monte Carlo capacity-search throughput (claim 1, E3) against this machine's float64 matmul rate.
+
+    python benchmarks/mc_throughput.py [--threads 2]
+
+Prints Beta-law samples per second for a full doubling+bisection search (all four β at once), the
+float64 matmul rate, and the search's arithmetic rate as a fraction of that limit. Arithmetic per
+sample is counted as 1 (Beta draw → t) + per β: 2 (β(t−1)) + 1 (exp) + 1 (square) + 2 (two sums) = 25
+for four β; the Beta draw itself costs tens of flops, so the fraction understates the sampler's work.
+"""
+import argparse
+import time
+
+import numpy as np
+import torch
+
+from attncap import theory
+from attncap.experiments.retrieval_capacity import largest_n
+from attncap.tasks.retrieval_capacity import DotStream
+
+FLOPS_PER_SAMPLE_PER_BETA = 6
+
+
+def matmul_gflops(size: int = 1024, repeats: int = 5) -> float:
+    a, b = torch.randn(size, size, dtype=torch.float64), torch.randn(size, size, dtype=torch.float64)
+    a @ b
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    return 2 * size**3 * repeats / (time.perf_counter() - start) / 1e9
+
+
+def search_throughput(d: int, max_log2_n: int, queries: int) -> dict:
+    names = ["sqrt_d", "half_d", "d", "two_d"]
+    betas = [theory.beta_value(n, d) for n in names]
+    stream = DotStream(d, betas, queries, seed=0)
+    start = time.perf_counter()
+    found = [largest_n(lambda n: stream.error2(n)[b].mean() <= 0.01, 2**max_log2_n) for b in range(len(betas))]
+    elapsed = time.perf_counter() - start
+    return {"d": d, "n_star": found, "samples": stream.samples_drawn, "seconds": elapsed,
+            "samples_per_s": stream.samples_drawn / elapsed, "betas": len(betas)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--dims", type=int, nargs="+", default=[12, 24])
+    parser.add_argument("--max-log2-n", type=int, default=24)
+    parser.add_argument("--queries", type=int, default=16)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    gflops = matmul_gflops()
+    print(f"float64 matmul (1024², {args.threads} threads): {gflops:.1f} GFLOP/s")
+    print(f"{'d':>4} {'N* per β (ε=0.1)':>36} {'samples':>12} {'seconds':>8} {'Msamples/s':>11} {'fraction of matmul':>19}")
+    for d in args.dims:
+        r = search_throughput(d, args.max_log2_n, args.queries)
+        flops = r["samples_per_s"] * (1 + FLOPS_PER_SAMPLE_PER_BETA * r["betas"])
+        print(f"{d:>4} {str(r['n_star']):>36} {r['samples']:>12,} {r['seconds']:>8.2f} "
+              f"{r['samples_per_s'] / 1e6:>11.2f} {flops / (gflops * 1e9):>19.4f}")
+
+
+if __name__ == "__main__":
+    main()
