@@ -66,7 +66,11 @@ print(f"tier: {tier}; run tables: {sorted(tables)}; rows: { {k: len(v) for k, v 
 # * **Evaluation.** D_K* uses all-pairs F1 with the learned τ (the stricter measure: by the paper's
 #   context-robustness lemma, all pairs right ⇒ every context right). Context F1 is reported as well:
 #   contexts of 16 and 64 items built from random sources, each true target added with probability ½,
-#   the rest random distractors, micro-averaged over contexts.
+#   the rest random distractors, micro-averaged over contexts. A context as large as the item set
+#   (64 items when m = 64) is all pairs, so its F1 equals the all-pairs F1 there.
+# * **Grid.** The default (CPU) tier shrinks the spec's grids to fit 40 minutes on two cores: R1 on the
+#   r = 8 cell m = 128, d_model = 16 (spec: m = 256, d_model = 32) with h ≤ 8 and three seeds; the searches
+#   on m ≤ 128 (plus the r = 8 cell m = 256, d_model = 32) with two seeds. The paper tier has the full grid.
 # * **Constructed reference (no training).** Edges are dealt round-robin to the h heads; head k stores its
 #   edges as a random-projection associative memory W_Q^(k) = Σ_e g_e x_a^T, W_K^(k) = Σ_e g_e x_b^T with
 #   Gaussian codes g_e ∈ R^{d_k}; τ is the single all-pairs-F1-optimal threshold. With one-hot items and
@@ -80,8 +84,8 @@ verdict_table
 # %% [markdown]
 # ## 1. F1 against the key budget, one curve per head count (paper Fig. 1)
 #
-# R1: one cell (m, d_model) with a permutation graph, every head split of every D_K in the grid, three
-# seeds. Solid lines: trained models (band = range over seeds); dashed: the constructed reference. The
+# R1: one compressed cell (m, d_model) with a permutation graph, every head split of every D_K in the
+# grid, three seeds. Solid lines: trained models (band = range over seeds); dashed: the constructed reference. The
 # dotted line is the F1 = 0.99 success level that defines D_K*.
 
 # %%

@@ -8,11 +8,13 @@ RGR_SEARCHES = ["R2", "R3", "R4", "R5"]
 register_claim(RGR, RGR_FIGURES, RGR_TABLES)
 
 
-def rgr_runs(experiment):
-    """Run CSVs of one experiment: R1 in interleaved D_K slices, a search per (m, d_model, graph) cell
-    (cells an earlier search experiment already covers with the same settings are not run twice)."""
-    return expand("results/rgr_capacity/runs/{experiment}_{part}.csv", experiment=experiment,
-                  part=rgr_parts(experiment, config[RGR][experiment], config[RGR]))
+# Run CSVs per experiment: R1 in interleaved D_K slices, a search per (m, d_model, graph) cell (cells an
+# earlier search experiment already covers with the same settings are not run twice).
+RGR_RUNS = {
+    experiment: [f"results/rgr_capacity/runs/{experiment}_{part}.csv"
+                 for part in rgr_parts(experiment, config[RGR][experiment], config[RGR])]
+    for experiment in (["R1"] + RGR_SEARCHES if RGR in config else [])
+}
 
 
 rule train_rgr_capacity:
@@ -25,6 +27,8 @@ rule train_rgr_capacity:
         mem_mb=3000,
         runtime=60,
         gpu=1 if config["device"] == "cuda" else 0,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/rgr_capacity/R1_{part}.log",
     benchmark:
@@ -45,6 +49,8 @@ rule search_rgr_capacity:
         mem_mb=3000,
         runtime=60,
         gpu=1 if config["device"] == "cuda" else 0,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/rgr_capacity/{experiment}_{part}.log",
     benchmark:
@@ -55,11 +61,12 @@ rule search_rgr_capacity:
 
 rule analyze_rgr_capacity:
     input:
-        lambda w: rgr_runs("R1"),
-        lambda w: [path for experiment in RGR_SEARCHES for path in rgr_runs(experiment)],
+        [path for paths in RGR_RUNS.values() for path in paths],
     output:
         claims="results/claims/rgr_capacity.json",
         summary="results/rgr_capacity/summary.csv",
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/rgr_capacity/analyze.log",
     shell:
@@ -72,6 +79,8 @@ rule notebook_rgr_capacity:
         rules.analyze_rgr_capacity.output,
     output:
         notebook_outputs(RGR, RGR_FIGURES, RGR_TABLES),
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/rgr_capacity/notebook.log",
     shell:
