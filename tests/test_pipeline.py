@@ -12,7 +12,7 @@ from attncap.claims import VERDICTS
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow
-WORKFLOW_FILES = ["Snakefile", "workflow", "profiles", "config", "notebooks", "scripts"]
+WORKFLOW_FILES = ["Snakefile", "workflow", "profiles", "envs", "config", "notebooks", "scripts"]
 
 
 def snakemake(*args, cwd):
@@ -71,3 +71,13 @@ def test_run_rows_carry_provenance(smoke_run):
 def test_lint_is_clean():
     result = snakemake("--lint", cwd=ROOT)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def test_smoke_verdicts_match_the_committed_snapshot(smoke_run):
+    """A change that alters a smoke-tier verdict or key number (beyond 5%) fails here with a diff;
+    if the change is intended, refresh with scripts/snapshot_verdicts.py and review the diff."""
+    from attncap.claims.snapshot import differences, snapshot
+
+    expected = json.loads((ROOT / "tests" / "expected" / "smoke_claims.json").read_text())
+    diff = differences(expected, snapshot(smoke_run / "results" / "claims"))
+    assert not diff, "smoke results changed:\n" + "\n".join(diff)

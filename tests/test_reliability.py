@@ -1,6 +1,7 @@
 """Determinism (same config and seed → identical numbers) and resuming a killed run (issue 8)."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -42,15 +43,21 @@ def test_killed_run_resumes_without_redoing_finished_jobs(tmp_path):
     workdir = copy_workflow(tmp_path)
     command = [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/smoke.yaml"]
     runs = workdir / "results" / "retrieval_capacity" / "runs"
-    process = subprocess.Popen(command, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 600
-    while time.time() < deadline and not (runs.is_dir() and len(list(runs.glob("E*.csv"))) >= 2):
-        time.sleep(0.5)
-    finished = {p.name: p.stat().st_mtime_ns for p in runs.glob("E*.csv")}
-    os.kill(process.pid, signal.SIGKILL)
+    log = tmp_path / "first_run.log"
+    with log.open("w") as sink:
+        process = subprocess.Popen(command, cwd=workdir, stdout=sink, stderr=subprocess.STDOUT)
+        deadline = time.time() + 600
+        while time.time() < deadline and "Finished jobid" not in log.read_text():  # Snakemake recorded a job
+            time.sleep(0.2)
+        os.kill(process.pid, signal.SIGKILL)
     process.wait()
-    assert finished, "no job finished before the kill"
     assert not (workdir / "results" / "claims.md").exists(), "run finished before it could be killed"
+    # what Snakemake itself counts as done: outputs present and not scheduled again by a dry run
+    plan = snakemake("-n", "--cores", "2", "--configfile", "config/smoke.yaml", cwd=workdir)
+    scheduled = {path.strip() for line in re.findall(r"output: (.+)", plan.stdout + plan.stderr) for path in line.split(",")}
+    finished = {p.name: p.stat().st_mtime_ns for p in runs.glob("E*.csv")
+                if f"results/retrieval_capacity/runs/{p.name}" not in scheduled}
+    assert finished, "no job had finished before the kill"
 
     resumed = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=1800)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]

@@ -19,6 +19,7 @@ def setup() -> None:
 
 def figure(ncols: int = 1, nrows: int = 1, width: float = 5.2, height: float = 3.9, **kwargs):
     """A grid of axes sized per panel; returns (fig, axes) with axes always an array when >1 panel."""
+    kwargs.setdefault("layout", "constrained")  # keeps suptitles, colorbars and legends from overlapping
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=True, **kwargs)
     return fig, axes
 
