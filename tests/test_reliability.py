@@ -41,7 +41,9 @@ def test_same_config_and_seed_give_identical_numbers(tmp_path, experiment, spec,
 @pytest.mark.slow
 def test_killed_run_resumes_without_redoing_finished_jobs(tmp_path):
     workdir = copy_workflow(tmp_path)
-    command = [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/smoke.yaml"]
+    # claim 1's smoke branch: several jobs of mixed length, enough to kill one mid-flight
+    only_claim_1 = ["--config", 'claims=["retrieval_capacity"]']
+    command = [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/smoke.yaml", *only_claim_1]
     runs = workdir / "results" / "retrieval_capacity" / "runs"
     log = tmp_path / "first_run.log"
     with log.open("w") as sink:
@@ -53,7 +55,7 @@ def test_killed_run_resumes_without_redoing_finished_jobs(tmp_path):
     process.wait()
     assert not (workdir / "results" / "claims.md").exists(), "run finished before it could be killed"
     # what Snakemake itself counts as done: outputs present and not scheduled again by a dry run
-    plan = snakemake("-n", "--cores", "2", "--configfile", "config/smoke.yaml", cwd=workdir)
+    plan = snakemake("-n", "--cores", "2", "--configfile", "config/smoke.yaml", *only_claim_1, cwd=workdir)
     scheduled = {path.strip() for line in re.findall(r"output: (.+)", plan.stdout + plan.stderr) for path in line.split(",")}
     finished = {p.name: p.stat().st_mtime_ns for p in runs.glob("E*.csv")
                 if f"results/retrieval_capacity/runs/{p.name}" not in scheduled}
@@ -65,5 +67,5 @@ def test_killed_run_resumes_without_redoing_finished_jobs(tmp_path):
         assert (runs / name).stat().st_mtime_ns == mtime, f"{name} was recomputed"
     assert json.loads((workdir / "results" / "claims" / "retrieval_capacity.json").read_text())["checks"]
     assert not list((workdir / "results").rglob("*.tmp")), "a partial temporary file was left behind"
-    dry = snakemake("-n", "--cores", "2", "--configfile", "config/smoke.yaml", cwd=workdir)
+    dry = snakemake("-n", "--cores", "2", "--configfile", "config/smoke.yaml", *only_claim_1, cwd=workdir)
     assert "Nothing to be done" in dry.stdout + dry.stderr
