@@ -65,6 +65,11 @@ def plt_null():
     return NullFormatter()
 
 
+def no_data(ax, what):
+    """Mark an empty panel instead of failing when a run table is missing (e.g. a partial tier)."""
+    ax.text(0.5, 0.5, f"no {what} runs in {results_dir}", ha="center", va="center", transform=ax.transAxes)
+
+
 tables = {e: load(e) for e in ["M1", "M2", "M3", "M4", "M5", "M6", "M8"]}
 verdicts = json.loads((results / "claims" / f"{CLAIM}.json").read_text())
 pd.DataFrame([{k: c[k] for k in ("id", "verdict", "measured")} for c in verdicts["checks"]])
@@ -119,14 +124,19 @@ def per_run(frame, by):
 m2 = tables["M2"]
 runs2 = per_run(m2, ["heads", "n", "d_head"])
 fig, axes = plotting.figure(2, width=5.4)
-sns.lineplot(data=m2, x="T", y="accuracy", hue="heads", marker="o", palette="viridis", ax=axes[0], errorbar=("pi", 100))
+if len(m2):
+    sns.lineplot(data=m2, x="T", y="accuracy", hue="heads", marker="o", palette="viridis", ax=axes[0], errorbar=("pi", 100))
+    sns.scatterplot(data=runs2, x="heads", y="M", color="C0", alpha=0.5, ax=axes[1], label="runs (one per seed)")
+else:
+    no_data(axes[0], "M2")
 plotting.label(axes[0], "M2: training accuracy vs dataset size", "examples T (log scale)", "best training accuracy",
                legend_title="heads H")
 log2_axis(axes[0])
-fit = linear_fit(runs2["heads"], runs2["M"]) if len(runs2) else {"slope": np.nan, "intercept": np.nan, "r2": np.nan}
-sns.scatterplot(data=runs2, x="heads", y="M", color="C0", ax=axes[1], label="runs (one per seed)")
+means2 = runs2.groupby("heads")["M"].mean() if len(runs2) else pd.Series(dtype=float)
+fit = linear_fit(means2.index, means2.values) if len(means2) else {"slope": np.nan, "intercept": np.nan, "r2": np.nan}
+axes[1].plot(means2.index, means2.values, "o", color="C1", label="mean over seeds")
 hs = np.linspace(0, runs2["heads"].max() if len(runs2) else 1, 50)
-axes[1].plot(hs, fit["intercept"] + fit["slope"] * hs, "C0-", label=f"fit: {fit['slope']:.1f}·H + {fit['intercept']:.0f} (R²={fit['r2']:.3f})")
+axes[1].plot(hs, fit["intercept"] + fit["slope"] * hs, "C0-", label=f"fit to means: {fit['slope']:.1f}·H {fit['intercept']:+.0f} (R²={fit['r2']:.3f})")
 n2 = int(m2["n"].iloc[0]) if len(m2) else 0
 axes[1].plot(hs, hs * (n2 - 1) + 1, "k--", label=f"theorem: H(n−1)+1, n={n2}")
 plotting.label(axes[1], "M2: memorization count vs heads", "heads H", "memorized examples M = max_T acc·T",
@@ -143,19 +153,23 @@ plotting.save(fig, figures, CLAIM, "heads")
 # %%
 runs3 = per_run(tables["M3"], ["n", "heads"])
 fig, axes = plotting.figure(1)
-sns.lineplot(data=runs3, x="n", y="M", marker="o", errorbar=("pi", 100), ax=axes, label="trained (mean, range over seeds)")
 if len(runs3):
+    sns.lineplot(data=runs3, x="n", y="M", marker="o", errorbar=("pi", 100), ax=axes, label="trained (mean, range over seeds)")
     ns = np.array(sorted(runs3["n"].unique()))
     axes.plot(ns, runs3["heads"].iloc[0] * (ns - 1) + 1, "k--", label="theorem: H(n−1)+1")
+if not len(runs3):
+    no_data(axes, "M3")
 plotting.label(axes, f"M3: memorization vs context size (H={runs3['heads'].iloc[0] if len(runs3) else '?'})",
                "context size n (tokens)", "memorized examples M")
 plotting.save(fig, figures, CLAIM, "context_size")
 
 runs4 = per_run(tables["M4"], ["d_head", "n", "heads"])
 fig, axes = plotting.figure(1)
-sns.lineplot(data=runs4, x="d_head", y="M", marker="o", errorbar=("pi", 100), ax=axes, label="trained (mean, range over seeds)")
 if len(runs4):
+    sns.lineplot(data=runs4, x="d_head", y="M", marker="o", errorbar=("pi", 100), ax=axes, label="trained (mean, range over seeds)")
     axes.axvline(runs4["n"].iloc[0], color="k", ls=":", label=f"d_h = n = {runs4['n'].iloc[0]}")
+if not len(runs4):
+    no_data(axes, "M4")
 plotting.label(axes, f"M4: memorization vs head size (H={runs4['heads'].iloc[0] if len(runs4) else '?'})",
                "key/query size per head d_h (log scale)", "memorized examples M")
 log2_axis(axes)
@@ -171,8 +185,8 @@ plotting.save(fig, figures, CLAIM, "head_size")
 runs5 = per_run(tables["M5"], ["heads", "n", "d_head"])
 both = pd.concat([runs2.assign(context="shared (M2)"), runs5.assign(context="non-shared (M5)")], ignore_index=True)
 fig, axes = plotting.figure(1)
-sns.lineplot(data=both, x="heads", y="M", hue="context", marker="o", errorbar=("pi", 100), ax=axes)
 if len(both):
+    sns.lineplot(data=both, x="heads", y="M", hue="context", marker="o", errorbar=("pi", 100), ax=axes)
     hs = np.array(sorted(both["heads"].unique()))
     axes.plot(hs, hs * (n2 - 1) + 1, "k--", lw=1, label="H(n−1)+1 (shared frozen cap)")
 plotting.label(axes, "M5: shared vs non-shared contexts", "heads H", "memorized examples M", legend_title="context")
@@ -187,7 +201,10 @@ plotting.save(fig, figures, CLAIM, "shared_vs_nonshared")
 # %%
 m6 = tables["M6"]
 fig, axes = plotting.figure(1)
-sns.lineplot(data=m6, x="T_over_b", y="rel_mse", hue="heads", marker="o", palette="viridis", errorbar=("pi", 100), ax=axes)
+if len(m6):
+    sns.lineplot(data=m6, x="T_over_b", y="rel_mse", hue="heads", marker="o", palette="viridis", errorbar=("pi", 100), ax=axes)
+else:
+    no_data(axes, "M6")
 axes.axhline(1e-3, color="k", ls="--", lw=1, label="1e-3 threshold")
 axes.axvline(1.0, color="k", ls=":", lw=1, label="T = b")
 plotting.label(axes, "M6: real labels, relative MSE vs T/b", "examples T / b, b = H(n−1)+1 (log scale)",

@@ -1,5 +1,7 @@
 # Claim 3: multi-head attention memorizes Ω(H·n) examples (M1 exact ranks, M2-M6 trained, M8 assumptions;
 # M7 saturation is measured inside the trained jobs).
+import json
+
 MHA = "mha_memorization"
 MHA_FIGURES = ["rank_laws", "heads", "context_size", "head_size", "shared_vs_nonshared", "regression",
                "saturation", "assumptions"]

@@ -36,7 +36,8 @@ def memorization(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     rows = []
     for key, group in frame.groupby(by + ["seed"]):
         fitted = group.loc[group["accuracy"] >= 1.0 - 1e-9, "T"]
-        rows.append({**dict(zip(by + ["seed"], key)), "M": float(group["memorized"].max()),
+        best = group.loc[group["memorized"].idxmax()]
+        rows.append({**dict(zip(by + ["seed"], key)), "M": float(group["memorized"].max()), "T_argmax": float(best["T"]),
                      "T_star": float(fitted.max()) if len(fitted) else 0.0, "bound_b": float(group["bound_b"].iloc[0]),
                      "T_max": float(group["T"].max())})
     return pd.DataFrame(rows)
@@ -123,7 +124,10 @@ def check_linear_in_heads(m2) -> Check:
     measured = {"slope": fit["slope"], "intercept": fit["intercept"], "r2": fit["r2"], "loglog_slope": loglog["slope"],
                 "M_by_H": {int(h): float(m) for h, m in per_h["M"].items()},
                 "T_star_over_b": {int(h): float(r.T_star / r.b) for h, r in per_h.iterrows()},
-                "hit_T_grid_max": bool((runs["M"] >= 0.999 * runs["T_max"]).any())}
+                "hit_T_grid_max": bool((runs["M"] >= 0.999 * runs["T_max"]).any()),
+                # M attained at the grid's largest T means the peak of accuracy·T lies beyond the grid: M is a lower bound
+                "argmax_at_top_T_by_H": {int(h): f"{int((g['T_argmax'] == g['T_max']).sum())}/{len(g)}"
+                                         for h, g in runs.groupby("heads")}}
     verdict = _trained_verdict(fraction_verdict(passes), m2)
     return Check("M2.linear_in_H", statement, source, measured, expected, "all three", verdict)
 
