@@ -147,7 +147,7 @@ def trained_recall(e5: pd.DataFrame | None) -> list[Check]:
     source = "spec 01 E5 (MQAR; Zhong et al. Sec. 2.1 prediction)"
     ids = [("mqar_softmax_solves", "Trained softmax attention solves MQAR wherever d ≥ 32", "accuracy ≥ 0.95"),
            ("mqar_linear_trends", "Linear attention accuracy falls with kv pairs and rises with d", "monotone (±0.02)"),
-           ("mqar_gap", "At d = 16, kv = 16 linear attention trails softmax by ≥ 0.3", "gap ≥ 0.3")]
+           ("mqar_gap", "At the hardest cell linear attention trails softmax by ≥ 0.3", "gap ≥ 0.3")]
     if e5 is None or "accuracy" not in e5:
         return [_missing(i, s, source, e) for i, s, e in ids]
     acc = e5.groupby(["mixer", "d_model", "kv_pairs"])["accuracy"].mean().reset_index()
@@ -165,11 +165,15 @@ def trained_recall(e5: pd.DataFrame | None) -> list[Check]:
             trends.append(bool((g.sort_values("d_model")["accuracy"].diff().dropna() >= -0.02).all()))
     trend = Check(ids[1][0], ids[1][1], source, {"monotone_series": int(sum(trends)), "series": len(trends)},
                   ids[1][2], "0.02", fraction_verdict(trends))
-    cell = acc[(acc["d_model"] == 16) & (acc["kv_pairs"] == 16)].set_index("mixer")["accuracy"]
+    # the spec's cell is (d = 16, kv = 16); a grid without it uses its hardest cell (smallest d, largest kv)
+    d_cell, kv_cell = (16, 16) if ((acc["d_model"] == 16) & (acc["kv_pairs"] == 16)).any() else (
+        acc["d_model"].min(), acc["kv_pairs"].max())
+    cell = acc[(acc["d_model"] == d_cell) & (acc["kv_pairs"] == kv_cell)].set_index("mixer")["accuracy"]
+    statement = f"At d = {d_cell}, kv = {kv_cell} linear attention trails softmax by ≥ 0.3"
     if "softmax" in cell and any(m.startswith("linear") for m in cell.index):
         gaps = {m: float(cell["softmax"] - cell[m]) for m in cell.index if m.startswith("linear")}
-        gap = Check(ids[2][0], ids[2][1], source, gaps, ids[2][2], "0.3",
-                    fraction_verdict([g >= 0.3 for g in gaps.values()]))
+        gap = Check(ids[2][0], statement, source, gaps, ids[2][2], "0.3",
+                    every_cell_verdict([g >= 0.3 for g in gaps.values()]))
     else:
-        gap = _missing(*ids[2][:2], source, ids[2][2])
+        gap = _missing(ids[2][0], statement, source, ids[2][2])
     return [solve, trend, gap]
