@@ -149,17 +149,18 @@ def test_linear_in_heads_and_gain():
     assert claim.linear_in_heads(good).verdict == REPRODUCED
     assert claim.per_head_gain(good).verdict == REPRODUCED
     assert claim.slope_exponent(good).verdict == REPRODUCED
-    curved = runs("A1", [(d, d, h, 0.02 + 0.0004 * h**3 / 21**2) for d in (5, 6) for h in (1, 6, 11, 16, 21)])
-    flat = runs("A1", [(d, d, h, 0.03 + 1e-5 * h) for d in (5, 6) for h in (1, 6, 11, 16, 21)])
+    curved = runs("A1", [(d, d, h, 0.02 + 0.0004 * h**3 / 21**2) for d in (5, 6, 7) for h in (1, 6, 11, 16, 21)])
+    flat = runs("A1", [(d, d, h, 0.03 + 1e-5 * h) for d in (5, 6, 7) for h in (1, 6, 11, 16, 21)])
     assert claim.linear_in_heads(curved.assign(acc_running=np.sqrt(curved["acc_running"]))).verdict == NOT_REPRODUCED
     assert claim.per_head_gain(flat).verdict == NOT_REPRODUCED
     assert claim.slope_exponent(linear_a1(lambda d: 1e-3 * d**0.5)).verdict == NOT_REPRODUCED
     assert claim.linear_in_heads(runs("A1", [(5, 5, h, 0.1 * h) for h in (1, 2)])).verdict == INCONCLUSIVE
+    assert claim.linear_in_heads(linear_a1().query("d <= 6")).verdict == INCONCLUSIVE  # two d values only
 
 
 def test_above_bound():
     assert claim.above_bound(linear_a1()).verdict == REPRODUCED
-    low = runs("A1", [(9, 9, h, 0.021) for h in (1, 11, 21)])  # X ≈ 2.5 < H·d_h + d
+    low = runs("A1", [(9, 9, h, 0.021) for h in (1, 6, 11, 21)])  # X ≈ 2.5 < H·d_h + d
     assert claim.above_bound(low).verdict == NOT_REPRODUCED
     assert claim.above_bound(pd.concat([linear_a1(), low])).verdict == PARTIALLY
     assert claim.above_bound(None).verdict == INCONCLUSIVE
