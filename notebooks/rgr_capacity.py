@@ -19,6 +19,7 @@ tier = "default"
 import json
 from pathlib import Path
 
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -32,6 +33,17 @@ CLAIM = "rgr_capacity"
 results = Path(results_dir)
 figures, tables_dir = results / "figures", results / "tables"
 plotting.setup()
+
+
+def plain_log_ticks(ax, axes="xy"):
+    """Log axes labelled 8, 16, 32 rather than 10^1: the budgets are small integers."""
+    for name in axes:
+        axis = ax.xaxis if name == "x" else ax.yaxis
+        axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1, 2, 5)))
+        axis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(plt.FuncFormatter(lambda v, _: ""))
+
+
 tables = load_tables(sorted((results / CLAIM / "runs").glob("*.csv")))
 verdicts = json.loads((results / "claims" / f"{CLAIM}.json").read_text())
 print(f"tier: {tier}; run tables: {sorted(tables)}; rows: { {k: len(v) for k, v in tables.items()} }")
@@ -141,6 +153,13 @@ labels = grid.assign(text=[
 fig, ax = plotting.figure(width=6.2, height=4.8)
 sns.heatmap(value, annot=labels.reindex_like(value), fmt="", cmap="mako_r", ax=ax,
             cbar_kws={"label": "log₂ D_K* (best head split)"}, annot_kws={"fontsize": 8})
+# censored cells (no split reached F1 ≥ 0.99 with d_k ≤ d_model) are NaN in the colour map: grey + label
+ax.set_facecolor("0.85")
+text = labels.reindex_like(value)
+for row, m_value in enumerate(value.index):
+    for col, d_value in enumerate(value.columns):
+        if text.loc[m_value, d_value] == "censored":
+            ax.text(col + 0.5, row + 0.5, "censored:\nno split\nreached 0.99", ha="center", va="center", fontsize=8)
 ax.invert_yaxis()
 plotting.label(ax, "Minimum total key dimension D_K* (F1 ≥ 0.99)", "d_model (embedding dimension)",
                "m (number of items)")
@@ -179,9 +198,7 @@ if len(finite):
 plotting.label(ax, "Observed D_K* vs the capacity law", "m'·ln m' / d_model (log scale)",
                "D_K* for F1 ≥ 0.99 (log scale)", logx=True, logy=True)
 ax.legend(fontsize="x-small", loc="upper left")
-for axis in (ax.xaxis, ax.yaxis):
-    axis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
-    axis.set_minor_formatter(plt.FuncFormatter(lambda v, _: ""))
+plain_log_ticks(ax)
 plotting.save(fig, figures, CLAIM, "law")
 law_table = pd.DataFrame([{"fit": "trained", **fit}])
 if built_rows is not None:
@@ -237,6 +254,7 @@ for ax, panel in zip(axes, panels):
     sns.lineplot(data=data, x="h", y="dk_median", hue="cell_label", marker="o", ax=ax)
     plotting.label(ax, f"D_K* per head count: {panel}", "heads h (log scale)", "median D_K* over seeds (log scale)",
                    logx=True, logy=True, legend_title="cell (permutation)")
+    plain_log_ticks(ax, "y")
     ax.set_xticks(sorted(plot_by_h["h"].unique()))
     ax.get_xaxis().set_major_formatter(plt.ScalarFormatter())
     ax.minorticks_off()

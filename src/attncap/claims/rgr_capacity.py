@@ -92,6 +92,11 @@ def checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
     ]
 
 
+def _show(values) -> dict:
+    """Ratios for the JSON: an infinite D_K* (censored split) is written as the string "inf"."""
+    return {k: (float(v) if np.isfinite(v) else "inf") for k, v in values.items()}
+
+
 def _missing(check_id, statement, expected, tolerance="") -> Check:
     return Check(check_id, statement, SOURCE, "required results missing", expected, tolerance, INCONCLUSIVE)
 
@@ -142,7 +147,7 @@ def one_head_uncompressed(summary: pd.DataFrame | None) -> Check:
     passes = [r <= ONE_HEAD_FACTOR for r in ratios]
     return Check("one_head_uncompressed", statement, source,
                  {"cells": len(passes), "cells_passing": int(sum(passes)),
-                  "ratio_h1_to_best": dict(zip(cells["cell"], ratios))},
+                  "ratio_h1_to_best": _show(dict(zip(cells["cell"], ratios)))},
                  expected, f"factor {ONE_HEAD_FACTOR}", fraction_verdict(passes))
 
 
@@ -161,7 +166,8 @@ def heads_help_compressed(summary: pd.DataFrame | None) -> Check:
     passes = list(cells["dk_star_min_multi"] < cells["dk_star_h1"])
     return Check("heads_help_compressed", statement, source,
                  {"cells": len(passes), "cells_passing": int(sum(passes)),
-                  "h1_over_best_multi": dict(zip(cells["cell"], (cells["dk_star_h1"] / cells["dk_star_min_multi"])))},
+                  "h1_over_best_multi": _show(dict(zip(cells["cell"],
+                                                            cells["dk_star_h1"] / cells["dk_star_min_multi"])))},
                  expected, "strict", fraction_verdict(passes))
 
 
