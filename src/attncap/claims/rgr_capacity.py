@@ -119,6 +119,11 @@ def capacity_law(summary: pd.DataFrame | None, built: pd.DataFrame | None = None
     fit = law_fit(summary)
     measured = {"slope": fit["slope"], "r2": fit["r2"], "cells_fitted": fit["n"],
                 "cells_censored": fit["cells_censored"], "law_x_span": fit["law_x_span"]}
+    compressed = summary[summary["m"] > summary["d_model"]]
+    if len(compressed):
+        cfit = law_fit(compressed)  # informational: the one-hot cells sit at the bottom of the range
+        measured.update(compressed_only_slope=cfit["slope"], compressed_only_r2=cfit["r2"],
+                        compressed_only_cells=cfit["n"])
     if built is not None and not built.empty:
         bfit = law_fit(built)
         measured.update(constructed_slope=bfit["slope"], constructed_r2=bfit["r2"],
