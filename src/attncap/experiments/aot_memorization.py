@@ -36,10 +36,12 @@ class Stack:
     final_lr: float
 
     def cost(self, spec: dict) -> float:
-        """Relative cost (multiply-adds per step, plus a per-step overhead) used to balance the parts."""
-        inner = self.d_head if self.layout == "shared" else self.d
-        per_example = max(self.heads) * 4 * self.d_head * inner + spec["N"] * self.d + 2 * max(self.widths) * self.d
-        return steps_of(spec) * (2e5 + len(self.seeds) * spec["batch"] * per_example)
+        """Estimated CPU nanoseconds, used only to balance the parts: a fixed ~1 ms per step plus, per
+        example, ~4(30 + d_h) ns per (padded) head and ~0.27 ns per multiply-add of unembedding and MLP
+        (calibrated on one core; on a CPU the cost grows with Σ H·examples, barely with d)."""
+        per_example = (max(self.heads) * 4 * (30 + self.d_head)
+                       + 0.27 * (spec["N"] * self.d + 2 * max(self.widths) * self.d))
+        return steps_of(spec) * (1e6 + len(self.seeds) * spec["batch"] * per_example)
 
 
 def steps_of(spec: dict) -> int:
