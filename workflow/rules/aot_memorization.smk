@@ -19,7 +19,7 @@ rule train_aot_memorization:
         spec=lambda w: spec_json(AOT, w.experiment),
     threads: 1
     resources:
-        mem_mb=3000,
+        mem_mb=4000,
         runtime=60 if TIER != "paper" else 600,
         gpu=1 if config["device"] == "cuda" else 0,
     conda:
