@@ -100,7 +100,7 @@ for ax, d in zip(axes.flat, dims):
     ax.plot(table.index, table, ls="--", marker="s", ms=4, label="full-table acc")
     h = np.linspace(cell.index.min(), cell.index.max(), 100)
     ax.plot(h, accuracy_bound(h * d + d, n), color="C2", lw=1.2, label="bound φ(H·d_h + d)")
-    ax.plot(h, accuracy_bound(h * (d - 1) + 1, n), color="C3", lw=1.2, ls=":", label="earlier bound φ(H(d_h−1)+1)")
+    ax.plot(h, accuracy_bound(h * (d - 1) + 1, n), color="gray", lw=1.2, ls=":", label="earlier bound φ(H(d_h−1)+1)")
     ax.axhline(1 / n, color="black", lw=1, ls="-.", label="chance 1/N")
     published = verdicts_module.PUBLISHED_A1.get(int(d)) if n == 50 else None
     if published:
@@ -156,7 +156,8 @@ published_cmp.round(3)
 if not missing("A2", "accuracy_vs_dhead"):
     a2 = tables["A2"]
     fig, ax = plotting.figure(width=6.0, height=4.3)
-    for i, (layout, grp) in enumerate(a2.groupby("layout")):
+    for i, layout in enumerate([x for x in ("shared", "per_head") if x in set(a2["layout"])]):
+        grp = a2[a2["layout"] == layout]
         cell = grp.groupby("d_head")["acc_running"].agg(["mean", "min", "max"])
         ax.errorbar(cell.index, cell["mean"], yerr=[cell["mean"] - cell["min"], cell["max"] - cell["mean"]],
                     marker="o", capsize=3, color=f"C{i}", label=f"{layout} layout (running acc)")
@@ -195,7 +196,7 @@ if not missing("A3", "accuracy_vs_d"):
             xs = np.array([cell.index[sel].min(), cell.index[sel].max()])
             ax.plot(xs, fit["intercept"] + fit["slope"] * xs, color=color, ls=":", lw=2,
                     label=f"fit {side}: slope {fit['slope']:.4f}/dim")
-    ax.axvline(d_head, color="gray", ls=":", lw=1)
+    ax.axvline(d_head, color="gray", ls=":", lw=1, label=f"d = d_h = {d_head}")
     ax.axhline(1 / n, color="black", lw=1, ls="-.", label="chance 1/N")
     plotting.label(ax, f"A3: accuracy vs embedding dimension (N={n}, d_h={d_head}, H={heads})",
                    "embedding dimension d", "accuracy")
@@ -237,8 +238,8 @@ slopes.round(3)
 # %% [markdown]
 # ## A5 — AoT vs one head + MLP at equal parameter count (Fig. 3)
 # The AoT has H heads (4d²H non-embedding parameters); the baseline has one head and an MLP of width
-# 2d(H − 1), so both have the same count. Same data budget for both; the MLP's learning rate decays to
-# 10⁻⁴ as in the reference code.
+# 2d(H − 1), so both have the same weight count (the MLP points sit w parameters further right: its
+# hidden bias). Same data budget for both; the MLP's learning rate decays to 10⁻⁴ as in the reference code.
 
 # %%
 if not missing("A5", "aot_vs_mlp"):
@@ -273,7 +274,7 @@ if not missing("A6", "d2_bound"):
     h = np.linspace(cell.index.min(), cell.index.max(), 100)
     d = int(a6["d"].iloc[0])
     ax.plot(h, accuracy_bound(h * d + d, n), color="C2", label="bound φ(H·d_h + d)")
-    ax.plot(h, accuracy_bound(h * (d - 1) + 1, n), color="C3", ls=":", label="earlier bound φ(H(d_h−1)+1)")
+    ax.plot(h, accuracy_bound(h * (d - 1) + 1, n), color="gray", ls=":", label="earlier bound φ(H(d_h−1)+1)")
     ax.scatter(list(verdicts_module.PUBLISHED_A6), list(verdicts_module.PUBLISHED_A6.values()), marker="x",
                color="black", zorder=5, label="published")
     ax.axhline(1 / n, color="black", lw=1, ls="-.", label="chance 1/N")
