@@ -21,6 +21,8 @@ rule experiment_mha_memorization:
     resources:
         mem_mb=4000,
         runtime=20,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/mha_memorization/{experiment}.log",
     benchmark:
@@ -43,6 +45,8 @@ rule train_mha_memorization:
         mem_mb=4000,
         runtime=60,
         gpu=1 if config["device"] == "cuda" else 0,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/mha_memorization/{experiment}_{part}.log",
     benchmark:
@@ -58,6 +62,8 @@ rule analyze_mha_memorization:
     output:
         claims="results/claims/mha_memorization.json",
         summary="results/mha_memorization/summary.csv",
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/mha_memorization/analyze.log",
     shell:
@@ -70,6 +76,8 @@ rule notebook_mha_memorization:
         rules.analyze_mha_memorization.output,
     output:
         notebook_outputs(MHA, MHA_FIGURES, MHA_TABLES),
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/mha_memorization/notebook.log",
     shell:
