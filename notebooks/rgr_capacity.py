@@ -197,7 +197,7 @@ if len(finite):
     ax.plot(xs, c * xs, color="black", ls="--", lw=1, label=f"slope 1: D_K* = {c:.2f}·x")
 plotting.label(ax, "Observed D_K* vs the capacity law", "m'·ln m' / d_model (log scale)",
                "D_K* for F1 ≥ 0.99 (log scale)", logx=True, logy=True)
-ax.legend(fontsize="x-small", loc="upper left")
+ax.legend(fontsize="x-small", loc="lower right")
 plain_log_ticks(ax)
 plotting.save(fig, figures, CLAIM, "law")
 law_table = pd.DataFrame([{"fit": "trained", **fit}])
@@ -226,6 +226,10 @@ ax.errorbar(positions, diag["dk_star_min"], yerr=[diag["dk_star_min"] - diag["dk
                                                   diag["dk_star_min_hi"] - diag["dk_star_min"]],
             marker="o", color="tab:blue", capsize=3, label="min_h D_K* (left axis)")
 ax.set_xticks(positions, [f"d={d}\nm={m}" for d, m in zip(diag["d_model"], diag["m"])])
+for x_pos, value in zip(positions, diag["dk_star_min"]):
+    if not np.isfinite(value):  # no split reached F1 ≥ 0.99 with d_k ≤ d_model
+        ax.annotate("censored:\nno split\nreached 0.99", (x_pos, 0.5), xycoords=("data", "axes fraction"),
+                    ha="center", va="center", fontsize=8, color="0.3")
 ax.set_zorder(ax2.get_zorder() + 1)
 ax.patch.set_visible(False)
 plotting.label(ax, f"Fixed compression r = {ratio}", "cell (d_model, m = r·d_model)", "D_K* for F1 ≥ 0.99")
