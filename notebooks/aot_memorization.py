@@ -151,6 +151,10 @@ published_cmp.round(3)
 # ## A2 — accuracy vs head dimension d_h (Fig. 1b)
 # d = 10, H = 20. Both layouts are shown; fits (on the reference `shared` layout) compare
 # acc ~ a + b·d_h with acc ~ a + c·d_h². Points are seed means, bars the seed range.
+# Note the layout switch at d_h = d = 10: there the heads act on the embedding directly, while every
+# d_h < d goes through the shared d → d_h → d projections (the reference layout), so the last point
+# is not from quite the same architecture as the others. The verdict also reports the best exponent
+# with and without an intercept, because "quadratic" depends strongly on how the fit is set up.
 
 # %%
 if not missing("A2", "accuracy_vs_dhead"):
@@ -178,7 +182,9 @@ if not missing("A2", "accuracy_vs_dhead"):
 # %% [markdown]
 # ## A3 — accuracy vs embedding dimension at fixed d_h (Fig. 2a)
 # d_h = 10, H = 20. The dotted vertical line marks d = d_h; separate lines are fitted to d ≤ d_h and
-# d ≥ d_h (the "two regimes" the paper describes). For d < d_h the shared projection maps d up to d_h.
+# d ≥ d_h (the "two regimes" the paper describes). For d < d_h the shared projection maps d up to d_h;
+# d = d_h is the only point without the shared projections (see A2), which is why it can stand above
+# its neighbours.
 
 # %%
 if not missing("A3", "accuracy_vs_d"):
