@@ -177,6 +177,12 @@ def test_construction_ignores_n_above_d_head_and_boundary_needs_both_sides():
     assert claim.boundary(frame[frame["n_objects"] <= 4]).verdict == INCONCLUSIVE
 
 
+def test_boundary_is_not_fooled_by_falling_chance():
+    frame = failing()
+    frame = pd.concat([frame, grid({("softmax", 2, k): 0.5 for k in (1, 2, 4)})], ignore_index=True)
+    assert claim.boundary(frame).verdict == NOT_REPRODUCED  # 1/2 − 1/5 = 0.3 raw, 0 above chance
+
+
 def test_checks_reads_s1():
     verdicts = [c.verdict for c in claim.checks({"S1": paper_like()})]
     assert verdicts == [REPRODUCED] * 4
