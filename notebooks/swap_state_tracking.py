@@ -126,7 +126,7 @@ if len(s1):
         plotting.label(ax, f"test length {part['test length'].iloc[0]}", "number of objects n",
                        "per-step accuracy (last quarter of swaps)", legend_title="model")
     one_legend(axes)
-    fig.suptitle("Swap task: accuracy vs number of objects", y=1.03)
+    fig.suptitle("Swap task: accuracy vs number of objects", y=1.08)
     plotting.save(fig, figures, CLAIM, "accuracy_vs_n")
     plt.show()
 
@@ -170,7 +170,7 @@ if len(s1):
     for ax in axes[len(ns):]:
         ax.set_visible(False)
     one_legend(axes[: len(ns)])
-    fig.suptitle("Swap task: accuracy vs position (test at 4·T_train)", y=1.03)
+    fig.suptitle("Swap task: accuracy vs position (test at 4·T_train)", y=1.08)
     plotting.save(fig, figures, CLAIM, "accuracy_vs_position")
     plt.show()
 
@@ -223,7 +223,7 @@ if len(s1):
         plotting.label(ax, f"query after {part['test length'].iloc[0]}", "number of objects n",
                        "final-query accuracy", legend_title="model")
     one_legend(axes)
-    fig.suptitle("Swap task, final-query variant", y=1.03)
+    fig.suptitle("Swap task, final-query variant", y=1.08)
     plotting.save(fig, figures, CLAIM, "final_query")
     plt.show()
 
