@@ -19,6 +19,8 @@ rule train_swap_state_tracking:
         mem_mb=3000,
         runtime=60 if TIER != "paper" else 720,
         gpu=1 if config["device"] == "cuda" else 0,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/swap_state_tracking/{experiment}_{part}.log",
     benchmark:
@@ -34,6 +36,8 @@ rule analyze_swap_state_tracking:
     output:
         claims="results/claims/swap_state_tracking.json",
         summary="results/swap_state_tracking/summary.csv",
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/swap_state_tracking/analyze.log",
     shell:
@@ -46,6 +50,8 @@ rule notebook_swap_state_tracking:
         rules.analyze_swap_state_tracking.output,
     output:
         notebook_outputs(SST, SST_FIGURES, SST_TABLES),
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/swap_state_tracking/notebook.log",
     shell:
