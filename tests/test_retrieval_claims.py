@@ -100,3 +100,8 @@ def test_missing_inputs_are_never_reproduced(missing):
     for check in checks:
         if check.id in affected:
             assert check.verdict == INCONCLUSIVE, check.id
+
+
+def test_smoke_tier_training_is_never_conclusive():
+    checks = rc.trained_recall(e5_table().assign(tier="smoke"))
+    assert all(c.verdict == INCONCLUSIVE for c in checks)
