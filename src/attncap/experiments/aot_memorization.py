@@ -6,6 +6,7 @@ and the stacks are dealt to `jobs` parts of similar estimated cost, so Snakemake
 """
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import itertools
 import time
@@ -124,7 +125,18 @@ def check_config(section: dict) -> list[str]:
     return problems
 
 
+def fixed_mmap_threshold(size: int = 64 * 1024) -> None:
+    """Pin glibc's mmap threshold. By default glibc raises it after large frees; from then on the
+    per-step temporaries come from a fragmenting heap and RSS creeps up by ~100 KB per step (8 GB by
+    the end of an A5 part). With a fixed threshold they are mmapped and returned. No effect on numbers."""
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(-3, size)  # -3 = M_MMAP_THRESHOLD
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
+
+
 def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
+    fixed_mmap_threshold()
     parts = job_parts(experiment, spec)
     if context.part not in parts and context.part != "all":
         raise ValueError(f"{experiment}: unknown part {context.part!r}; this config has {list(parts)}")
