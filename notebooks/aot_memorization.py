@@ -155,6 +155,9 @@ published_cmp.round(3)
 # d_h < d goes through the shared d → d_h → d projections (the reference layout), so the last point
 # is not from quite the same architecture as the others. The verdict also reports the best exponent
 # with and without an intercept, because "quadratic" depends strongly on how the fit is set up.
+# Compare the two layouts: the convex (≈ quadratic) rise belongs to the shared-projection layout, whose
+# summed attention update has rank ≤ d_h; with a per-head output projection the accuracy rises fast and
+# saturates in d_h instead, so the d_h² law is a property of the reference code's layout.
 
 # %%
 if not missing("A2", "accuracy_vs_dhead"):
@@ -177,6 +180,7 @@ if not missing("A2", "accuracy_vs_dhead"):
     ax.plot(x, accuracy_bound(heads * x + d, n), color="C2", lw=1.2, label="bound φ(H·d_h + d)")
     ax.axhline(1 / n, color="black", lw=1, ls="-.", label="chance 1/N")
     plotting.label(ax, f"A2: accuracy vs head dimension (N={n}, d={d}, H={heads})", "head dimension d_h", "accuracy")
+    ax.legend(loc="lower right", fontsize="small")
     plotting.save(fig, figures_dir, CLAIM, "accuracy_vs_dhead")
 
 # %% [markdown]
