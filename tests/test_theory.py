@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 from scipy import integrate, special, stats
 
 from attncap import theory
-from attncap.experiments.retrieval_capacity import largest_n, linear_error2, snr_inverse_samples, softmax_error2_explicit
+from attncap.experiments.retrieval_capacity import first_failure, largest_n, linear_error2, snr_inverse_samples, softmax_error2_explicit
 from attncap.tasks.retrieval_capacity import DotStream, sample_unit_dots, unit_vectors
 
 
@@ -105,3 +105,17 @@ def test_exp_kernel_min_dim_is_smallest_solution():
     for n in (100, 10_000, 1_000_000):
         d = int(theory.exp_kernel_min_dim(n))
         assert (n - 1) * math.exp(2 - 2 * math.sqrt(d)) <= 1 < (n - 1) * math.exp(2 - 2 * math.sqrt(d - 1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(threshold=st.integers(3, 400), limit=st.integers(3, 400))
+def test_first_failure_finds_the_flip_and_evaluates_each_point_once(threshold, limit):
+    seen = []
+
+    def still_failing(d):
+        assert d not in seen, f"{d} evaluated twice"
+        seen.append(d)
+        return d < threshold
+
+    expected = threshold if threshold <= limit else None
+    assert first_failure(still_failing, 3, limit) == expected

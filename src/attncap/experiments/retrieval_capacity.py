@@ -86,22 +86,29 @@ def mean_error2_below(rng, n: int, d: int, threshold: float, min_queries: int) -
     return linear_error2(rng, n, d, max(min_queries, 40 * (n - 1))).mean() <= threshold
 
 
-def largest_n(ok, n_max: int) -> int:
-    """Largest N in [1, n_max] with ok(N), assuming ok is monotone (true then false); ok(1) assumed.
+def first_failure(ok, start: int, limit: int) -> int | None:
+    """Smallest x in [start, limit] with ok(x) false, for a monotone ok (true, then false) taken as true
+    at start − 1; None when ok holds on all of [start, limit].
 
-    Doubling finds a bracket, bisection closes it.
+    Doubling from `start` finds a bracket, bisection closes it; no x is evaluated twice.
     """
-    lo, hi = 1, 2
-    while hi <= n_max and ok(hi):
+    lo, hi = start - 1, start
+    while hi <= limit and ok(hi):
         lo, hi = hi, hi * 2
-    if hi > n_max:
-        if ok(n_max):
-            return n_max
-        hi = n_max
+    if hi > limit:
+        if lo == limit or ok(limit):
+            return None
+        hi = limit
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    return lo
+    return hi
+
+
+def largest_n(ok, n_max: int) -> int:
+    """Largest N in [1, n_max] with ok(N), assuming ok is monotone (true then false); ok(1) assumed."""
+    failure = first_failure(ok, 2, n_max)
+    return n_max if failure is None else failure - 1
 
 
 # ------------------------------------------------------------------------------- E2 ----------
@@ -162,8 +169,8 @@ def softmax_capacity(spec: dict, context: RunContext) -> pd.DataFrame:
         started = time.perf_counter()
         for b, (beta_name, beta) in enumerate(zip(spec["betas"], betas)):
             for eps in spec["epsilons"]:
-                n_star = largest_n(lambda n: stream.error2(n)[b].mean() <= eps**2, n_max)
-                censored = n_star == n_max and stream.error2(n_max)[b].mean() <= eps**2
+                failure = first_failure(lambda n: stream.error2(n)[b].mean() <= eps**2, 2, n_max)
+                n_star, censored = (n_max, True) if failure is None else (failure - 1, False)
                 rows.append({"kind": "capacity", "d": d, "beta_name": beta_name, "beta": beta, "epsilon": eps,
                              "n_star": n_star, "censored": bool(censored), "n_max": n_max,
                              "queries": spec["queries"],
@@ -220,16 +227,9 @@ def log2_law(spec: dict, context: RunContext) -> pd.DataFrame:
         n = int(round(10**log10_n))
         started = time.perf_counter()
         ok = lambda d: median_snr_inv_exp(n, d, spec["queries"], context.seed) <= 1.0  # noqa: E731
-        lo, hi = 2, 3  # smallest d in [3, max_dim] with ok(d): doubling, then bisection
-        while hi <= spec["max_dim"] and not ok(hi):
-            lo, hi = hi, hi * 2
-        hi = min(hi, spec["max_dim"])
-        found = ok(hi)
-        while found and hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-        rows.append({"n": n, "log10_n": log10_n, "ln_n_squared": math.log(n) ** 2, "d_min": hi if found else np.nan,
-                     "censored": not found, "theory_typical_d_min": int(theory.exp_kernel_min_dim(n)),
+        d_min = first_failure(lambda d: not ok(d), 3, spec["max_dim"])  # smallest d in [3, max_dim] with ok(d)
+        rows.append({"n": n, "log10_n": log10_n, "ln_n_squared": math.log(n) ** 2,
+                     "d_min": np.nan if d_min is None else d_min, "censored": d_min is None, "theory_typical_d_min": int(theory.exp_kernel_min_dim(n)),
                      "queries": spec["queries"], "wall_time_s": time.perf_counter() - started})
     return pd.DataFrame(rows)
 
