@@ -6,6 +6,7 @@ linear attention (U = V), DeltaNet and DeltaFormer (U from one triangular solve,
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -25,13 +26,40 @@ def causal_mask(length: int, device=None, strict: bool = False) -> torch.Tensor:
     return torch.ones(length, length, dtype=torch.bool, device=device).tril(-1 if strict else 0)
 
 
+@functools.lru_cache(maxsize=64)
+def _causal_bias(length: int, dtype: torch.dtype, device: torch.device, strict: bool) -> torch.Tensor:
+    """Additive mask: 0 where position s may be attended from t, -inf elsewhere.
+
+    strict=True allows only s < t, except that row 0 sees itself (a softmax over no position is NaN;
+    callers of the strict form ignore the diagonal).
+    """
+    allowed = causal_mask(length, device, strict=strict)
+    allowed[0, 0] = True
+    return torch.zeros(length, length, dtype=dtype, device=device).masked_fill(~allowed, float("-inf"))
+
+
+def masked_scores(q, k, scale: float, strict: bool = False) -> torch.Tensor:
+    """scale·q·kᵀ + causal bias as (..., T, T), in one fused batched multiply-add."""
+    length, dim = q.shape[-2], q.shape[-1]
+    bias = _causal_bias(length, q.dtype, q.device, strict)
+    scores = torch.baddbmm(bias.expand(q.shape[:-2].numel(), length, length), q.reshape(-1, length, dim),
+                           k.reshape(-1, length, dim).transpose(1, 2), alpha=scale)
+    return scores.view(*q.shape[:-1], length)
+
+
 def softmax_attention(q, k, v, *, causal: bool = True, scale: float | None = None):
-    """Causal softmax(q·k·scale)·v; scale defaults to 1/sqrt(d)."""
+    """Causal softmax(q·k·scale)·v; scale defaults to 1/sqrt(d).
+
+    The causal mask is added inside the score product (baddbmm with a cached -inf bias). On a CPU
+    core this is about 2× faster than masked_fill after the product, and faster than torch's
+    scaled_dot_product_attention, whose tiling does not pay off at head sizes of 8-64.
+    """
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = torch.einsum("...td,...sd->...ts", q, k) * scale
     if causal:
-        scores = scores.masked_fill(~causal_mask(q.shape[-2], q.device), float("-inf"))
-    return torch.einsum("...ts,...sd->...td", scores.softmax(-1), v)
+        weights = masked_scores(q, k, scale).softmax(-1)
+    else:
+        weights = (torch.einsum("...td,...sd->...ts", q, k) * scale).softmax(-1)
+    return weights @ v
 
 
 def linear_attention(q, k, v, *, feature: str = "identity", normalize: bool = False, causal: bool = True,
@@ -47,21 +75,16 @@ def linear_attention(q, k, v, *, feature: str = "identity", normalize: bool = Fa
     return out
 
 
-def strictly_causal(scores: torch.Tensor) -> torch.Tensor:
-    """Zero the diagonal and everything above it of (..., T, T) scores."""
-    return scores * causal_mask(scores.shape[-1], scores.device, strict=True)
-
-
 def delta_values(scores: torch.Tensor, beta: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
     """U = (I + diag(β)·strict(scores))⁻¹ · rhs by one unit-lower-triangular solve per head.
 
     The matrix is unit lower triangular, so the solve is exact forward substitution, i.e. the
     delta-rule recurrence u_t = rhs_t − β_t Σ_{i<t} scores[t, i] u_i computed in parallel.
+    A unitriangular solve reads only the strictly lower triangle (and its gradient is zero
+    elsewhere), so `scores` need no masking and no identity is added: whatever lies on or above
+    the diagonal is ignored.
     """
-    length = scores.shape[-1]
-    eye = torch.eye(length, dtype=scores.dtype, device=scores.device)
-    system = eye + beta[..., :, None] * strictly_causal(scores)
-    return torch.linalg.solve_triangular(system, rhs, upper=False, unitriangular=True)
+    return torch.linalg.solve_triangular(beta[..., :, None] * scores, rhs, upper=False, unitriangular=True)
 
 
 def _beta_like(q: torch.Tensor, beta) -> torch.Tensor:
@@ -86,9 +109,10 @@ def deltanet(q, k, v, beta=None, *, eps: float = 1e-6, return_values: bool = Fal
 
 
 def kernel_scores(kernel: str, k: torch.Tensor, eps: float = 1e-6) -> torch.Tensor | None:
-    """κ1(k_i, k_t) as a (..., T, T) matrix [t, i] over i < t (None for the zero kernel).
+    """κ1(k_i, k_t) as a (..., T, T) matrix [t, i]; only i < t is meaningful (None for the zero kernel).
 
-    exp: row-softmax of k_t·k_i/√d over the strictly earlier positions (the first row is empty → 0);
+    Entries on and above the diagonal are left as they fall: `delta_values` never reads them.
+    exp: row-softmax of k_t·k_i/√d over the strictly earlier positions (the first row has none);
     linear: k̂_t·k̂_i on L2-normalised keys; zero: no correction, DeltaFormer is the plain Transformer.
     """
     if kernel == "zero":
@@ -97,11 +121,8 @@ def kernel_scores(kernel: str, k: torch.Tensor, eps: float = 1e-6) -> torch.Tens
         unit = F.normalize(k, dim=-1, eps=eps)
         return torch.einsum("...td,...sd->...ts", unit, unit)
     if kernel == "exp":
-        scores = torch.einsum("...td,...sd->...ts", k, k) / math.sqrt(k.shape[-1])
-        scores = scores.masked_fill(~causal_mask(k.shape[-2], k.device, strict=True), float("-inf"))
-        # Row 0 has no earlier key: softmax of all -inf is NaN, so give it a finite dummy row and zero it.
-        scores[..., 0, :] = 0.0
-        return strictly_causal(scores.softmax(-1))
+        # Row 0 has no earlier key; the strict bias lets it see itself, on the diagonal the solve ignores.
+        return masked_scores(k, k, 1.0 / math.sqrt(k.shape[-1]), strict=True).softmax(-1)
     raise ValueError(f"unknown DeltaFormer kernel {kernel!r}; known: exp, linear, zero")
 
 
