@@ -20,8 +20,9 @@ from attncap.tasks.retrieval_capacity import DotStream
 FLOPS_PER_SAMPLE_PER_BETA = 6
 
 
-def matmul_gflops(size: int = 1024, repeats: int = 5) -> float:
-    a, b = torch.randn(size, size, dtype=torch.float64), torch.randn(size, size, dtype=torch.float64)
+def matmul_gflops(size: int = 1024, repeats: int = 5, dtype: torch.dtype = torch.float64) -> float:
+    """This machine's dense matrix-multiply rate (GFLOP/s) at the current torch thread count."""
+    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
     a @ b
     start = time.perf_counter()
     for _ in range(repeats):
