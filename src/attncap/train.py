@@ -33,6 +33,8 @@ class TrainSettings:
     # T reproduces torch's LinearLR(total_iters=T) stepped once per unit: unit u gets progress u/T, so
     # with T = number of epochs the final epoch stops one step short of the final value.
     schedule_span: int | None = None
+    # torch's foreach (multi-tensor) Adam/AdamW; None keeps torch's default (per-tensor loop on CPU)
+    foreach: bool | None = None
 
 
 def lr_factor(step: int, s: TrainSettings) -> float:
@@ -69,9 +71,11 @@ def clip_per_model(parameters: Iterable[torch.Tensor], max_norm: float) -> torch
 
 def make_optimizer(model: nn.Module, s: TrainSettings) -> torch.optim.Optimizer:
     if s.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=s.lr, betas=s.betas, weight_decay=s.weight_decay)
+        return torch.optim.Adam(model.parameters(), lr=s.lr, betas=s.betas, weight_decay=s.weight_decay,
+                                foreach=s.foreach)
     if s.optimizer == "adamw":
-        return torch.optim.AdamW(model.parameters(), lr=s.lr, betas=s.betas, weight_decay=s.weight_decay)
+        return torch.optim.AdamW(model.parameters(), lr=s.lr, betas=s.betas, weight_decay=s.weight_decay,
+                                 foreach=s.foreach)
     raise ValueError(f"unknown optimizer {s.optimizer!r}")
 
 

@@ -125,12 +125,18 @@ def check_config(section: dict) -> list[str]:
     return problems
 
 
-def fixed_mmap_threshold(size: int = 64 * 1024) -> None:
-    """Pin glibc's mmap threshold. By default glibc raises it after large frees; from then on the
-    per-step temporaries come from a fragmenting heap and RSS creeps up by ~100 KB per step (8 GB by
-    the end of an A5 part). With a fixed threshold they are mmapped and returned. No effect on numbers."""
+def fixed_mmap_threshold(size: int = 32 * 1024 * 1024) -> None:
+    """Pin glibc's mmap and trim thresholds (no effect on numbers). By default glibc raises the mmap
+    threshold after large frees, and per-step tensors kept alive between the temporaries then made the
+    heap fragment (RSS crept up by ~100 KB per step); train_stack now keeps no per-step tensors. A low
+    fixed threshold (the previous fix, 64 KB) mmaps every temporary, so each step page-faults its
+    working set in again (about half the step time at these sizes). Here the per-step temporaries (at
+    most a few MB) are reused from the heap, and the heap top is kept up to 2×size instead of being
+    trimmed and regrown every step."""
     try:
-        ctypes.CDLL("libc.so.6").mallopt(-3, size)  # -3 = M_MMAP_THRESHOLD
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, size)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 2 * size)  # M_TRIM_THRESHOLD
     except (OSError, AttributeError):  # not glibc: nothing to do
         pass
 
@@ -158,23 +164,27 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
     settings = TrainSettings(
         steps=steps_of(spec), lr=spec["lr"], optimizer="adam", schedule="linear",
         schedule_every=shuffle.batches_per_epoch, final_lr_fraction=stack.final_lr / spec["lr"],
-        schedule_span=spec["epochs"])
-    accuracies: list[torch.Tensor] = []
-    losses: list[torch.Tensor] = []
+        schedule_span=spec["epochs"], foreach=True)  # multi-tensor Adam: same numbers, fewer ops
+    # per-step metrics go into preallocated rows (no per-step tensors kept alive between the large
+    # temporaries, which would fragment the heap); only the last `last_batches` rows are ever read
+    accuracies = torch.zeros(settings.steps, model.n_models, dtype=torch.float64, device=device)
+    losses = torch.zeros(settings.steps, model.n_models, dtype=model.embed.weight.dtype, device=device)
+    counter = [0]
 
     def loss_fn(net, batch):
         logits = net(batch)
-        accuracies.append(per_model_accuracy(logits.detach(), batch[..., 2]))
+        accuracies[counter[0]] = per_model_accuracy(logits.detach(), batch[..., 2])
         return per_model_cross_entropy(logits, batch[..., 2])
 
     def on_step(step, step_losses, batch):
-        losses.append(step_losses)
+        losses[step] = step_losses
+        counter[0] = step + 1
 
     train_batched(model, lambda step: shuffle(step).to(device), loss_fn, settings,
                   desc=desc or f"{stack.kind} d={stack.d} d_h={stack.d_head}", on_step=on_step)
     last = spec["last_batches"]
-    running = torch.stack(accuracies[-last:]).mean(0).cpu()
-    final_loss = torch.stack(losses[-last:]).double().mean(0).cpu()
+    running = accuracies[:counter[0]][-last:].mean(0).cpu()
+    final_loss = losses[:counter[0]][-last:].double().mean(0).cpu()
     correct = table_hits(model, table, device)
     wall = time.perf_counter() - started
     n = spec["N"]

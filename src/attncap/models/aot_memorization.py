@@ -14,7 +14,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from .layers import BatchedLinear
-from .mixers import softmax_attention
 
 LAYOUTS = ("shared", "per_head")
 """shared: the reference code's layout. Heads act on d_h-dim vectors; when d ≠ d_h one shared matrix
@@ -92,6 +91,8 @@ class AoTStack(nn.Module):
         self.in_proj = nn.Parameter(torch.stack(in_proj))  # (M, H, 3 d_h, inner): rows q | k | v
         self.out_proj = nn.Parameter(torch.stack(out_proj))  # (M, H, inner, d_h)
         self.register_buffer("head_mask", (torch.arange(h_max)[None, :] < torch.tensor(heads)[:, None]).float())
+        self._padded_heads = min(heads) < h_max
+        self._padded_hidden = min(widths) < w_max
         if w_max:
             self.mlp_in = nn.Parameter(torch.stack(w1))  # (M, w, d)
             self.mlp_bias = nn.Parameter(torch.stack(b1))  # (M, w)
@@ -100,37 +101,56 @@ class AoTStack(nn.Module):
                                  (torch.arange(w_max)[None, :] < torch.tensor(widths)[:, None]).float())
 
     def attention_update(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Σ_h head_h at the query position (t2), in the residual width d; tokens (M, B, ≥2).
+        """Σ_h head_h at the query position (t2), in the residual width d; tokens (M, B, ≥2)."""
+        return self._attention(self._embed_pair(tokens))
 
-        Layout (M, B, position, head, feature) throughout: the q/k/v projection of all heads is one
-        matmul per model and so is the summed output projection, so no head-major copies are made.
+    def _embed_pair(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Token embeddings of (t1, t2), position-major: (M, 2, B, d). One gather serves both the
+        attention input and the residual stream (so the embedding gradient is one scatter)."""
+        m = torch.arange(tokens.shape[0], device=tokens.device)[:, None, None]
+        return self.embed.weight[m, tokens[..., :2].transpose(1, 2)]
+
+    def _attention(self, emb: torch.Tensor) -> torch.Tensor:
+        """Σ_h head_h at t2 from position-major embeddings emb (M, 2, B, d); returns (M, B, inner).
+
+        With one query and two keys, softmax([s0, s1]) = (1 − a, a) with a = sigmoid(s1 − s0), so
+        head_h = v0 + a·(v1 − v0), and by linearity s1 − s0 = q·W_K(x1 − x0) and v1 − v0 = W_V(x1 − x0).
+        Every projection is then one matmul per model over all heads (layout (M, B, head, feature)) and
+        the rest is element-wise: no per-head matmuls, no head-major copies.
         """
-        n_models, batch = tokens.shape[:2]
+        n_models, _, batch, _ = emb.shape
         h_max, dh = self.in_proj.shape[1], self.d_head
-        m = torch.arange(n_models, device=tokens.device)[:, None, None]
-        x = self.embed.weight[m, tokens[..., :2]] + self.position.weight[:, None, :, :]  # (M, B, 2, d)
+        x = emb + self.position.weight[:, :, None, :]  # (M, 2, B, d)
         if self.project:
             x = self.down(x)
-        # q only at t2; k and v at both positions, stacked head-major so positions are the
-        # second-to-last axis the mixer expects (stack's backward is a free unbind)
-        w_q = self.in_proj[:, :, :dh].reshape(n_models, h_max * dh, -1).transpose(1, 2)
-        w_kv = self.in_proj[:, :, dh:].reshape(n_models, h_max * 2 * dh, -1).transpose(1, 2)
-        q = torch.bmm(x[:, :, QUERY], w_q).view(n_models, batch, h_max, 1, dh)
-        kv = torch.stack([torch.bmm(x[:, :, t], w_kv).view(n_models, batch, h_max, 2 * dh) for t in range(2)], 3)
-        k, v = kv.split(dh, dim=-1)  # (M, B, H, 2, d_h)
+        x0, x1 = x.unbind(1)
+        xd = x1 - x0
+        inner = x.shape[-1]
+
+        def project(rows: slice, inputs: torch.Tensor) -> torch.Tensor:  # (M, B, inner) → (M, B, H, d_h)
+            weight = self.in_proj[:, :, rows].reshape(n_models, h_max * dh, inner)
+            return torch.bmm(inputs, weight.transpose(1, 2)).view(n_models, batch, h_max, dh)
+
+        q, k_diff = project(slice(0, dh), x1), project(slice(dh, 2 * dh), xd)
+        v0, v_diff = project(slice(2 * dh, 3 * dh), x0), project(slice(2 * dh, 3 * dh), xd)
         # the query is the last position, so it sees both keys (causal masking is moot); scale 1/sqrt(d_h)
-        mixed = softmax_attention(q, k, v, causal=False)[..., 0, :] * self.head_mask[:, None, :, None]
+        a = torch.sigmoid((q * k_diff).sum(-1) * (1.0 / math.sqrt(dh)))  # weight of key t2, (M, B, H)
+        mixed = torch.addcmul(v0, a.unsqueeze(-1), v_diff)  # (M, B, H, d_h)
+        if self._padded_heads:  # padded heads are zeroed; an all-ones mask is skipped (same numbers)
+            mixed = mixed * self.head_mask[:, None, :, None]
         out = self.out_proj.transpose(2, 3).reshape(n_models, h_max * dh, -1)  # Σ_h W_O^h · head_h
         update = torch.bmm(mixed.reshape(n_models, batch, h_max * dh), out)  # (M, B, inner)
         return self.up(update) if self.project else update
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits (M, B, N) for t3 given tokens (M, B, ≥2)."""
-        m = torch.arange(self.n_models, device=tokens.device)[:, None]
-        r = self.embed.weight[m, tokens[..., QUERY]] + self.attention_update(tokens)
+        emb = self._embed_pair(tokens)
+        r = emb[:, QUERY] + self._attention(emb)
         if hasattr(self, "mlp_in"):
-            hidden = F.gelu(torch.einsum("mbd,mwd->mbw", r, self.mlp_in) + self.mlp_bias[:, None, :])
-            r = r + torch.einsum("mbw,mdw->mbd", hidden * self.hidden_mask[:, None, :], self.mlp_out)
+            hidden = F.gelu(torch.baddbmm(self.mlp_bias[:, None, :], r, self.mlp_in.transpose(1, 2)))
+            if self._padded_hidden:
+                hidden = hidden * self.hidden_mask[:, None, :]
+            r = r + torch.bmm(hidden, self.mlp_out.transpose(1, 2))
         return self.unembed(r)
 
     def parameter_counts(self) -> list[dict[str, int]]:
