@@ -193,7 +193,7 @@ def part_names(spec: dict) -> list[str]:
 def _saturation(model, data, threshold: float, bins: int) -> dict[str, np.ndarray]:
     """Per model: fraction of (example, head) pairs whose largest attention weight exceeds `threshold`,
     and the histogram of those largest weights on [1/n, 1]."""
-    weights = model.attention(data["query"], data["context"]).amax(-1)  # (M, T, H)
+    weights = model.attention(data["query"], data["context"]).amax(-1).cpu()  # (M, T, H)
     n = data["context"].shape[-2]
     frac = (weights > threshold).float().mean((1, 2)).numpy()
     edges = np.linspace(1.0 / n, 1.0, bins + 1)
@@ -213,22 +213,24 @@ def train_group(spec: dict, exp: str, g: dict, context: RunContext) -> list[dict
     datasets = [tasks.make_dataset(T, n, d, torch.Generator().manual_seed(
         _mix(context.seed, s, T, n, int(shared), int(classes))), shared=shared, labels=spec["labels"],
         n_classes=spec.get("n_classes", 100), distribution=spec["distribution"]) for s in seeds]
-    data = tasks.stack_datasets(datasets)
+    device = context.device
+    data = {key: value.to(device) for key, value in tasks.stack_datasets(datasets).items()}
     model_seeds = [_mix(context.seed, s, heads, g["d_head"], n, T) % (2**31) for s in seeds]
     model = BatchedMHAMemorizer(model_seeds, d_in=d, d=d, heads=heads, d_head=g["d_head"], n=n,
-                                out_dim=spec.get("n_classes", 100) if classes else 1, positional=spec["positional"])
+                                out_dim=spec.get("n_classes", 100) if classes else 1, positional=spec["positional"]).to(device)
     y = data["labels"]
     M = len(seeds)
     if classes:
         counts = torch.stack([torch.bincount(row, minlength=spec["n_classes"]) for row in y])
-        majority = (counts.max(1).values.float() / T).numpy()
+        majority = (counts.max(1).values.float() / T).cpu().numpy()
         label_var = None
     else:
         majority = np.full(M, np.nan)
         label_var = y.var(1, unbiased=False).clamp_min(1e-12)
     sat_init = _saturation(model, data, sat["threshold"], sat["bins"])
 
-    state = {"best": torch.full((M,), -math.inf if classes else math.inf), "fit_step": torch.full((M,), -1)}
+    state = {"best": torch.full((M,), -math.inf if classes else math.inf, device=device),
+             "fit_step": torch.full((M,), -1, device=device)}
 
     def metric(out):
         if classes:
@@ -257,7 +259,8 @@ def train_group(spec: dict, exp: str, g: dict, context: RunContext) -> list[dict
     result = train_batched(model, lambda step: data, loss_fn, settings,
                            desc=f"{exp} H={heads} n={n} dh={g['d_head']} T={T}", on_step=on_step)
     with torch.no_grad():
-        final = metric(model(data["query"], data["context"]))
+        final = metric(model(data["query"], data["context"])).cpu()
+    state = {key: value.cpu() for key, value in state.items()}
     sat_end = _saturation(model, data, sat["threshold"], sat["bins"])
     wall = time.perf_counter() - start
     b = tasks.capacity_bound(heads, n)

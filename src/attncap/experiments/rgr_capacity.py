@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attncap.models.rgr_capacity import (ScorerBank, balanced_logistic_loss, constructed_weights, f1_per_model,
+from attncap.models.rgr_capacity import (BalancedLogisticLoss, ScorerBank, constructed_weights, f1_per_model,
                                          head_scores)
 from attncap.tasks import rgr_capacity as tasks
 from attncap.train import TrainSettings, train_batched
@@ -149,8 +149,10 @@ def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict,
     snapshots: list = [None] * n
     temperature = t["temperature"]
 
+    loss = BalancedLogisticLoss(adj, valid, t["pos_weight"], dtype=x.dtype)
+
     def loss_fn(model, _batch):
-        return balanced_logistic_loss(model(x, temperature), model.tau, adj, valid, t["pos_weight"])
+        return loss(model(x, temperature), model.tau)
 
     def on_step(step, _losses, _batch):
         last = step + 1 == t["steps"]
