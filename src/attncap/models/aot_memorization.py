@@ -132,9 +132,19 @@ class AoTStack(nn.Module):
             return torch.bmm(inputs, weight.transpose(1, 2)).view(n_models, batch, h_max, dh)
 
         q, k_diff = project(slice(0, dh), x1), project(slice(dh, 2 * dh), xd)
-        v0, v_diff = project(slice(2 * dh, 3 * dh), x0), project(slice(2 * dh, 3 * dh), xd)
         # the query is the last position, so it sees both keys (causal masking is moot); scale 1/sqrt(d_h)
         a = torch.sigmoid((q * k_diff).sum(-1) * (1.0 / math.sqrt(dh)))  # weight of key t2, (M, B, H)
+        if inner <= dh:
+            # Σ_h W_O^h (v0 + a·(v1 − v0)) = (Σ_h OV_h) x0 + Σ_h a_h OV_h (x1 − x0) with OV_h = W_O^h W_V^h
+            # (inner × inner, never wider than the heads): no per-example values are materialised
+            ov = torch.matmul(self.out_proj, self.in_proj[:, :, 2 * dh:])  # (M, H, inner, inner)
+            if self._padded_heads:
+                ov = ov * self.head_mask[:, :, None, None]
+            scaled = (a.unsqueeze(-1) * xd.unsqueeze(2)).reshape(n_models, batch, h_max * inner)
+            update = torch.baddbmm(torch.bmm(x0, ov.sum(1).transpose(1, 2)), scaled,
+                                   ov.transpose(2, 3).reshape(n_models, h_max * inner, inner))
+            return self.up(update) if self.project else update
+        v0, v_diff = project(slice(2 * dh, 3 * dh), x0), project(slice(2 * dh, 3 * dh), xd)
         mixed = torch.addcmul(v0, a.unsqueeze(-1), v_diff)  # (M, B, H, d_h)
         if self._padded_heads:  # padded heads are zeroed; an all-ones mask is skipped (same numbers)
             mixed = mixed * self.head_mask[:, None, :, None]
