@@ -47,7 +47,9 @@ class _HeadMax(torch.autograd.Function):
 def aggregate(scores: torch.Tensor, temperature: float | None = None) -> torch.Tensor:
     """Combine heads (axis -3): hard max, or the smooth max T·logsumexp(S/T) used for training."""
     if temperature is None or scores.shape[-3] == 1:
-        return _HeadMax.apply(scores) if scores.shape[-3] > 1 and scores.requires_grad else scores.amax(-3)
+        if scores.shape[-3] == 1:  # one head: the max is the identity
+            return scores.squeeze(-3)
+        return _HeadMax.apply(scores) if scores.requires_grad else scores.amax(-3)
     return temperature * torch.logsumexp(scores / temperature, dim=-3)
 
 
