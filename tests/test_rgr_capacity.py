@@ -128,7 +128,7 @@ def test_bank_forward_and_loss_match_per_model_computation():
         assert float(loss[i].detach()) == pytest.approx(np.mean(pos) + np.mean(neg))
     f1 = f1_per_model(out, bank.tau, adj, valid)
     for i in range(4):
-        assert float(f1[i]) == pytest.approx(tasks.all_pairs_f1(out[i].detach().numpy(), float(bank.tau[i]),
+        assert float(f1[i]) == pytest.approx(tasks.all_pairs_f1(out[i].detach().numpy(), float(bank.tau[i].detach()),
                                                                adj[i].numpy()))
 
 
