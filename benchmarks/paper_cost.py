@@ -2,7 +2,7 @@
 
 For every trained experiment of every claim, this script walks the training jobs/groups a config
 defines (using the experiments' own helpers: `aot_memorization.stacks`, `mha_memorization.trained_groups`,
-`rgr_capacity.cells/parts/Search`, `swap_state_tracking.model_grid`, and the E5 grid as `mqar` builds it),
+`rgr_capacity.cells/parts/Search`, `swap_state_tracking.model_grid`, and and `retrieval_capacity.mqar_grid/mqar_model`),
 builds the same batched model the experiment builds, moves it and one batch to the `meta` device (so
 nothing is computed), and counts the FLOPs of ONE training step (forward + backward of the summed
 per-model losses) with `torch.utils.flop_counter.FlopCounterMode`. Each step is counted at two batch
@@ -50,10 +50,11 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from attncap.experiments import aot_memorization as aot_exp
 from attncap.experiments import mha_memorization as mha_exp
+from attncap.experiments import retrieval_capacity as rc_exp
 from attncap.experiments import rgr_capacity as rgr_exp
 from attncap.experiments import swap_state_tracking as swap_exp
 from attncap.models.aot_memorization import AoTStack, per_model_cross_entropy
-from attncap.models.lm import BatchedLM, masked_token_loss, scored_positions
+from attncap.models.lm import BatchedLM, masked_token_loss
 from attncap.models.mha_memorization import BatchedMHAMemorizer
 from attncap.models.rgr_capacity import BalancedLogisticLoss, ScorerBank
 from attncap.tasks import mha_memorization as mha_tasks
@@ -126,22 +127,15 @@ def build(factory) -> torch.nn.Module:
 
 def retrieval_capacity(section: dict) -> list[tuple[str, str, float]]:
     spec = section["E5"]
-    configs = [(mixer, kv, seed) for mixer in spec["mixers"] for kv in spec["kv_pairs"] for seed in spec["seeds"]]
-    model_seeds = [1000 * seed + 17 * i for i, (_, _, seed) in enumerate(configs)]
-    max_kv = max(spec["kv_pairs"])
+    configs, model_seeds = rc_exp.mqar_grid(spec)
     sampler = mqar_curriculum_batch if spec["curriculum"] else mqar_batch
     out = []
     for d_model in spec["d_model"]:
-        model = build(lambda: BatchedLM(model_seeds, [c[0] for c in configs], vocab=spec["vocab"], d_model=d_model,
-                                        n_layers=spec["layers"], n_heads=spec["heads"], max_len=spec["seq_len"],
-                                        mlp_ratio=4, positional=spec["positional"]))
+        model = build(lambda: rc_exp.mqar_model(spec, d_model))
 
         def make_batch(b):
             gens = [torch.Generator().manual_seed(s) for s in model_seeds]
-            pairs = [sampler(g, b, spec["seq_len"], spec["vocab"], kv) for g, (_, kv, _) in zip(gens, configs)]
-            tokens, targets = torch.stack([p[0] for p in pairs]), torch.stack([p[1] for p in pairs])
-            positions = scored_positions(targets, max_kv)
-            return to_meta((tokens, positions, targets.gather(2, positions)))
+            return to_meta(rc_exp.mqar_batch_stack(spec, gens, b, sampler))
 
         per_step = affine(model, lambda m, b: masked_token_loss(m(b[0], b[1]), b[2]), make_batch, spec["batch"])
         out.append(("E5", f"d{d_model} ({len(configs)} models)", per_step * spec["steps"]))

@@ -235,26 +235,39 @@ def log2_law(spec: dict, context: RunContext) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------- E5 ----------
+def mqar_grid(spec: dict) -> tuple[list[tuple[str, int, int]], list[int]]:
+    """The (mixer, kv, seed) models that one E5 job (one d_model) trains together, and their init seeds."""
+    configs = [(mixer, kv, seed) for mixer in spec["mixers"] for kv in spec["kv_pairs"] for seed in spec["seeds"]]
+    return configs, [1000 * seed + 17 * i for i, (_, _, seed) in enumerate(configs)]
+
+
+def mqar_model(spec: dict, d_model: int) -> BatchedLM:
+    configs, model_seeds = mqar_grid(spec)
+    return BatchedLM(model_seeds, [c[0] for c in configs], vocab=spec["vocab"], d_model=d_model,
+                     n_layers=spec["layers"], n_heads=spec["heads"], max_len=spec["seq_len"], mlp_ratio=4,
+                     positional=spec["positional"])
+
+
+def mqar_batch_stack(spec: dict, gens, batch: int, sampler=mqar_batch):
+    """Tokens (M, B, T), query positions (M, B, max kv) and their targets (−100 on padding), on the CPU."""
+    configs, _ = mqar_grid(spec)
+    pairs = [sampler(g, batch, spec["seq_len"], spec["vocab"], kv) for g, (_, kv, _) in zip(gens, configs)]
+    tokens, targets = torch.stack([p[0] for p in pairs]), torch.stack([p[1] for p in pairs])
+    positions = scored_positions(targets, max(spec["kv_pairs"]))
+    return tokens, positions, targets.gather(2, positions)
+
+
 def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
     """Train every (mixer, kv, seed) model of one d_model together; report held-out accuracy."""
     d_model = int(context.part.removeprefix("d")) if context.part != "all" else spec["d_model"][0]
-    configs = [(mixer, kv, seed) for mixer in spec["mixers"] for kv in spec["kv_pairs"] for seed in spec["seeds"]]
-    model_seeds = [1000 * seed + 17 * i for i, (_, _, seed) in enumerate(configs)]
-    model = BatchedLM(model_seeds, [c[0] for c in configs], vocab=spec["vocab"], d_model=d_model,
-                      n_layers=spec["layers"], n_heads=spec["heads"], max_len=spec["seq_len"], mlp_ratio=4,
-                      positional=spec["positional"]).to(context.device)
+    configs, model_seeds = mqar_grid(spec)
+    model = mqar_model(spec, d_model).to(context.device)
     train_gens = generators([s + context.seed for s in model_seeds], offset=1)
     eval_gens = generators([s + context.seed for s in model_seeds], offset=2)
-
-    max_kv = max(spec["kv_pairs"])
     train_sampler = mqar_curriculum_batch if spec["curriculum"] else mqar_batch
 
     def batch(gens, sampler):
-        """Tokens (M, B, T), query positions (M, B, max kv) and their targets (−100 on padding)."""
-        pairs = [sampler(g, spec["batch"], spec["seq_len"], spec["vocab"], kv) for g, (_, kv, _) in zip(gens, configs)]
-        tokens, targets = torch.stack([p[0] for p in pairs]), torch.stack([p[1] for p in pairs])
-        positions = scored_positions(targets, max_kv)
-        return tokens.to(context.device), positions.to(context.device), targets.gather(2, positions).to(context.device)
+        return tuple(x.to(context.device) for x in mqar_batch_stack(spec, gens, spec["batch"], sampler))
 
     def loss(m, b):
         return masked_token_loss(m(b[0], b[1]), b[2])
