@@ -110,13 +110,14 @@ def train_batched(
         optimizer.step()
         scheduler.step()
         detached = losses.detach()
-        history.append(float(detached.mean()))
+        # Kept as tensors and converted once at the end: a float() per step would make a GPU wait.
+        history.append(detached.mean())
         if step % 50 == 0:
-            bar.set_postfix(loss=f"{history[-1]:.4f}")
+            bar.set_postfix(loss=f"{float(history[-1]):.4f}")
         if on_step is not None and on_step(step, detached, batch):
             break
     bar.close()
-    return {"loss_history": history, "steps_run": step + 1}
+    return {"loss_history": torch.stack(history).tolist() if history else [], "steps_run": step + 1}
 
 
 def stacked_init(factory: Callable[[], nn.Module], seeds: Iterable[int]) -> dict[str, torch.Tensor]:
