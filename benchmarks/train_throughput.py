@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 import yaml
 
-from attncap.experiments.aot_memorization import Stack, fixed_mmap_threshold, train_stack
+from attncap.experiments.aot_memorization import Stack, train_stack
 from attncap.runtime import configure_torch, resolve_device
 from attncap.tasks.aot_memorization import make_block
 
@@ -38,7 +38,6 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     configure_torch(args.threads, 0)
-    fixed_mmap_threshold()
     device = resolve_device(args.device)
     spec = dict(yaml.safe_load(open(args.config))["aot_memorization"]["A1"])
     spec["epochs"] = args.epochs

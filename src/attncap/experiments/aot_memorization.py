@@ -6,7 +6,6 @@ and the stacks are dealt to `jobs` parts of similar estimated cost, so Snakemake
 """
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import itertools
 import time
@@ -125,24 +124,7 @@ def check_config(section: dict) -> list[str]:
     return problems
 
 
-def fixed_mmap_threshold(size: int = 32 * 1024 * 1024) -> None:
-    """Pin glibc's mmap and trim thresholds (no effect on numbers). By default glibc raises the mmap
-    threshold after large frees, and per-step tensors kept alive between the temporaries then made the
-    heap fragment (RSS crept up by ~100 KB per step); train_stack now keeps no per-step tensors. A low
-    fixed threshold (the previous fix, 64 KB) mmaps every temporary, so each step page-faults its
-    working set in again (about half the step time at these sizes). Here the per-step temporaries (at
-    most a few MB) are reused from the heap, and the heap top is kept up to 2×size instead of being
-    trimmed and regrown every step."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, size)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, 2 * size)  # M_TRIM_THRESHOLD
-    except (OSError, AttributeError):  # not glibc: nothing to do
-        pass
-
-
 def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
-    fixed_mmap_threshold()
     parts = job_parts(experiment, spec)
     if context.part not in parts and context.part != "all":
         raise ValueError(f"{experiment}: unknown part {context.part!r}; this config has {list(parts)}")
