@@ -97,3 +97,34 @@ def test_default_linear_schedule_unchanged():
     """Without schedule_span the last unit still reaches the final value (other claims rely on it)."""
     s = TrainSettings(steps=100, lr=1.0, schedule="linear", schedule_every=10, final_lr_fraction=0.1)
     assert lr_factor(0, s) == 1.0 and math.isclose(lr_factor(99, s), 0.1)
+
+
+def test_early_stopped_model_holds_still_and_others_train_as_alone():
+    """A model marked done stops updating at that step; its batch-mates follow their solo trajectory."""
+    torch.manual_seed(0)
+    seeds = [1, 2]
+    base = torch.nn.Parameter(torch.randn(2, 3))
+    target = torch.randn(2, 3)
+
+    def run(freeze_at):
+        w = torch.nn.Parameter(base.detach().clone())
+        model = torch.nn.Module()
+        model.w = w
+        snaps = {}
+
+        def on_step(step, losses, batch):
+            snaps[step] = w.detach().clone()
+            if freeze_at is not None and step >= freeze_at:
+                return torch.tensor([True, False])
+            return None
+
+        out = train_batched(model, lambda s: None, lambda m, b: ((m.w - target) ** 2).sum(1),
+                            TrainSettings(steps=12, lr=0.1, optimizer="adamw", weight_decay=0.1), on_step=on_step)
+        return w.detach(), snaps, out
+
+    w_free, snaps_free, _ = run(None)
+    w_stop, snaps_stop, out = run(4)
+    assert torch.equal(w_stop[0], snaps_free[4][0])  # model 0 kept its parameters after step 4
+    assert torch.allclose(w_stop[1], w_free[1])  # model 1 trained as if alone
+    assert out["model_steps"] == [5, 12]
+    assert out["model_loss_history"].shape == (12, 2)

@@ -86,38 +86,82 @@ def train_batched(
     settings: TrainSettings,
     *,
     desc: str = "train",
-    on_step: Callable[[int, torch.Tensor, object], bool | None] | None = None,
+    on_step: Callable[[int, torch.Tensor, object], bool | torch.Tensor | None] | None = None,
 ) -> dict:
     """Train a batched model; `loss_fn` returns one loss per model (shape (M,)).
 
     `next_batch(step)` supplies the data (each model's slice drawn from its own generator);
-    `on_step(step, losses, batch)` may record metrics and return True to stop early.
-    Returns the per-step mean loss history and the number of steps run.
+    `on_step(step, losses, batch)` may record metrics and return True to stop every model, or a
+    bool tensor (M,) marking models that are done (early stopping per model): from then on their
+    parameters are held fixed, so each stops exactly where it would stop alone, while the others
+    keep training. The loop ends when every model is done.
+    Returns the per-step mean loss history, the per-model history (steps, M), the number of steps
+    run and the steps each model was updated (`model_steps`).
     """
     optimizer = make_optimizer(model, settings)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, settings))
     params = [p for p in model.parameters() if p.requires_grad]
     history = []
+    frozen = None  # (M,) bool, models whose parameters are held fixed
+    snapshot: list[torch.Tensor] = []
+    model_steps = None
     step = 0
     bar = tqdm(range(settings.steps), desc=desc, file=sys.stderr, mininterval=5.0, ascii=True)
     for step in bar:
         batch = next_batch(step)
         losses = loss_fn(model, batch)
+        if model_steps is None:
+            model_steps = torch.zeros(losses.shape[0], dtype=torch.long)
         optimizer.zero_grad(set_to_none=True)
         losses.sum().backward()
         if settings.clip_norm is not None:
             clip_per_model(params, settings.clip_norm)
         optimizer.step()
         scheduler.step()
+        if frozen is not None:
+            with torch.no_grad():
+                for p, saved in zip(params, snapshot):
+                    p.copy_(torch.where(frozen.view(-1, *([1] * (p.dim() - 1))), saved, p))
+            model_steps += (~frozen).long().cpu()
+        else:
+            model_steps += 1
         detached = losses.detach()
         # Kept as tensors and converted once at the end: a float() per step would make a GPU wait.
-        history.append(detached.mean())
+        history.append(detached)
         if step % 50 == 0:
-            bar.set_postfix(loss=f"{float(history[-1]):.4f}")
-        if on_step is not None and on_step(step, detached, batch):
-            break
+            bar.set_postfix(loss=f"{float(detached.mean()):.4f}")
+        if on_step is not None:
+            verdict = on_step(step, detached, batch)
+            if isinstance(verdict, torch.Tensor):
+                done = verdict.to(torch.bool).to(detached.device)
+                if frozen is None or bool((done & ~frozen).any()):
+                    frozen = done if frozen is None else (frozen | done)
+                    snapshot = [p.detach().clone() for p in params]
+                if bool(frozen.all()):
+                    break
+            elif verdict:
+                break
     bar.close()
-    return {"loss_history": torch.stack(history).tolist() if history else [], "steps_run": step + 1}
+    per_model = torch.stack(history).float().cpu() if history else torch.zeros(0, 0)
+    return {"loss_history": per_model.mean(1).tolist() if history else [], "model_loss_history": per_model,
+            "steps_run": step + 1, "model_steps": model_steps.tolist() if model_steps is not None else []}
+
+
+def loss_curve(losses, points: int = 6) -> str:
+    """A few (step: loss) checkpoints of one model's loss history, evenly spaced and ending at the
+    last step, e.g. '0:6.24 400:3.10 … 1999:0.01', so a plateau is visible in the CSV."""
+    losses = [float(x) for x in losses]
+    if not losses:
+        return ""
+    last = len(losses) - 1
+    steps = sorted({round(last * i / (points - 1)) for i in range(points)}) if last else [0]
+    return " ".join(f"{s}:{losses[s]:.4g}" for s in steps)
+
+
+def final_loss(losses, window: int = 10) -> float:
+    """Mean of the last `window` losses of one model (NaN/inf propagate: a diverged run stays visible)."""
+    losses = [float(x) for x in losses][-window:]
+    return sum(losses) / len(losses) if losses else math.nan
 
 
 def stacked_init(factory: Callable[[], nn.Module], seeds: Iterable[int]) -> dict[str, torch.Tensor]:

@@ -1,7 +1,11 @@
 """Machine-checked verdicts: each claim module turns result tables into a list of `Check`s.
 
 A check is only "reproduced" when the numbers it needs were measured; missing inputs give
-"inconclusive", never a pass. `render_markdown` turns all claims' JSON into `results/claims.md`.
+"inconclusive", never a pass. A trained check also states its precondition (the learning
+certificate: every compared run finite and at least `LEARNED_ACCURACY` in distribution); when the
+runs do not meet it the verdict is "inconclusive" with the reason (`gate`), because a model that never
+learned its training distribution cannot refute a claim. `render_markdown` turns all claims' JSON
+into `results/claims.md`.
 """
 from __future__ import annotations
 
@@ -17,6 +21,15 @@ PARTIALLY = "partially"
 INCONCLUSIVE = "inconclusive"
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, PARTIALLY, INCONCLUSIVE)
 
+LEARNED_ACCURACY = 0.9
+"""In-distribution accuracy (at the training length / on the training set) a trained run must reach
+before it may count as evidence about capacity or generalization."""
+
+# Learning status of one trained run, recorded in its CSV row as `status`.
+LEARNED = "learned"
+UNDER_TRAINED = "under-trained"
+DIVERGED = "diverged"
+
 
 @dataclasses.dataclass
 class Check:
@@ -28,6 +41,8 @@ class Check:
     tolerance: str
     verdict: str
     tier: str = "unknown"
+    precondition: str = ""  # what the runs must satisfy before the check may decide (trained checks)
+    reason: str = ""  # why the verdict is inconclusive, when it is
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -35,6 +50,68 @@ class Check:
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def learning_status(final_loss: float, accuracy: float, threshold: float = LEARNED_ACCURACY) -> str:
+    """One run's certificate: `diverged` (non-finite loss), `learned` (accuracy ≥ threshold) or
+    `under-trained`."""
+    if final_loss is None or not math.isfinite(float(final_loss)):
+        return DIVERGED
+    return LEARNED if float(accuracy) >= threshold else UNDER_TRAINED
+
+
+def certificate_failures(frame, label: Sequence[str], *, accuracy: str = "train_accuracy",
+                         loss: str = "final_train_loss", threshold: float = LEARNED_ACCURACY) -> str:
+    """'' when every run of `frame` is finite and ≥ threshold in distribution, else the reason, e.g.
+    'under-trained: mixer=softmax d_model=32 kv_pairs=8 reached 0.22 (< 0.9); diverged: …'.
+
+    Runs are grouped by `label` (seeds averaged); a group fails if any of its runs diverged or its
+    mean accuracy is below the threshold.
+    """
+    if frame is None or len(frame) == 0:
+        return "no trained runs"
+    if accuracy not in frame or loss not in frame:
+        return f"no learning certificate in the table (columns {accuracy!r}, {loss!r})"
+    label = [c for c in label if c in frame]
+    diverged, under = [], []
+    groups = frame.groupby(label, sort=True) if label else [((), frame)]
+    for key, group in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        name = " ".join(f"{c}={_short(v)}" for c, v in zip(label, key)) or "all runs"
+        losses = pd_numeric(group[loss])
+        if not np.isfinite(losses).all():
+            diverged.append(name)
+            continue
+        mean_acc = float(pd_numeric(group[accuracy]).mean())
+        if not mean_acc >= threshold:
+            under.append(f"{name} reached {mean_acc:.2f}")
+    parts = []
+    if under:
+        parts.append(f"under-trained (< {threshold:g} in distribution): " + ", ".join(under[:6])
+                     + (f" and {len(under) - 6} more" if len(under) > 6 else ""))
+    if diverged:
+        parts.append("diverged: " + ", ".join(diverged[:6]) + (f" and {len(diverged) - 6} more" if len(diverged) > 6 else ""))
+    return "; ".join(parts)
+
+
+def gate(check: Check, precondition: str, failure: str) -> Check:
+    """Record a trained check's precondition; if `failure` is non-empty the verdict becomes
+    inconclusive with that reason (the measured numbers stay)."""
+    check.precondition = precondition
+    if failure:
+        check.verdict = INCONCLUSIVE
+        check.reason = failure
+    return check
+
+
+def pd_numeric(series) -> np.ndarray:
+    return np.asarray(series, dtype=float)
+
+
+def _short(value) -> str:
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def verdict_from(passed: bool | None) -> str:
@@ -117,9 +194,12 @@ def render_markdown(documents: Sequence[dict]) -> str:
     for doc in documents:
         for c in doc["checks"]:
             measured = _cell(c["measured"])
+            verdict = f"**{c['verdict']}**"
+            if c.get("reason"):
+                verdict += f" ({_cell(c['reason'])})"
             lines.append(
                 f"| {doc['claim']} | {c['id']} | {_cell(c['statement'])} | {measured} | "
-                f"{_cell(c['expected'])} | **{c['verdict']}** |"
+                f"{_cell(c['expected'])} | {verdict} |"
             )
     counts = {v: sum(c["verdict"] == v for d in documents for c in d["checks"]) for v in VERDICTS}
     lines += ["", "Totals: " + ", ".join(f"{k}: {v}" for k, v in counts.items()), ""]
