@@ -158,6 +158,18 @@ def loss_curve(losses, points: int = 6) -> str:
     return " ".join(f"{s}:{losses[s]:.4g}" for s in steps)
 
 
+def plateau_drop(losses, fraction: float = 0.1) -> float:
+    """Relative fall of the mean loss from the second-to-last to the last `fraction` of training:
+    near 0 on a plateau, large while the model is still learning (NaN if the history is too short)."""
+    losses = [float(x) for x in losses]
+    window = max(1, int(len(losses) * fraction))
+    if len(losses) < 2 * window:
+        return math.nan
+    before = sum(losses[-2 * window:-window]) / window
+    last = sum(losses[-window:]) / window
+    return (before - last) / abs(before) if before else 0.0
+
+
 def final_loss(losses, window: int = 10) -> float:
     """Mean of the last `window` losses of one model (NaN/inf propagate: a diverged run stays visible)."""
     losses = [float(x) for x in losses][-window:]

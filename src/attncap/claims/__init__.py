@@ -25,6 +25,10 @@ LEARNED_ACCURACY = 0.9
 """In-distribution accuracy (at the training length / on the training set) a trained run must reach
 before it may count as evidence about capacity or generalization."""
 
+PLATEAU_DROP = 0.05
+"""A memorization run counts as converged when its loss fell by less than this fraction over the last
+10% of training (`attncap.train.plateau_drop`): its accuracy is then what training can reach."""
+
 # Learning status of one trained run, recorded in its CSV row as `status`.
 LEARNED = "learned"
 UNDER_TRAINED = "under-trained"
@@ -52,28 +56,40 @@ class Check:
         return dataclasses.asdict(self)
 
 
-def learning_status(final_loss: float, accuracy: float, threshold: float = LEARNED_ACCURACY) -> str:
-    """One run's certificate: `diverged` (non-finite loss), `learned` (accuracy ≥ threshold) or
-    `under-trained`."""
+def learning_status(final_loss: float, accuracy: float | None = None, threshold: float = LEARNED_ACCURACY,
+                    loss_drop: float | None = None) -> str:
+    """One run's certificate: `diverged` (non-finite loss), `learned` or `under-trained`.
+
+    With `accuracy`, learned means accuracy ≥ threshold (tasks the model can solve). With `loss_drop`
+    (memorization beyond capacity, where accuracy < 1 is the measurement), learned means the loss
+    has plateaued: it fell by less than PLATEAU_DROP over the last 10% of training.
+    """
     if final_loss is None or not math.isfinite(float(final_loss)):
         return DIVERGED
-    return LEARNED if float(accuracy) >= threshold else UNDER_TRAINED
+    if accuracy is not None and not float(accuracy) >= threshold:
+        return UNDER_TRAINED
+    if loss_drop is not None and math.isfinite(float(loss_drop)) and float(loss_drop) > PLATEAU_DROP:
+        return UNDER_TRAINED
+    return LEARNED
 
 
-def certificate_failures(frame, label: Sequence[str], *, accuracy: str = "train_accuracy",
-                         loss: str = "final_train_loss", threshold: float = LEARNED_ACCURACY) -> str:
+def certificate_failures(frame, label: Sequence[str], *, accuracy: str | None = "train_accuracy",
+                         loss: str = "final_train_loss", threshold: float = LEARNED_ACCURACY,
+                         loss_drop: str | None = None) -> str:
     """'' when every run of `frame` is finite and ≥ threshold in distribution, else the reason, e.g.
-    'under-trained: mixer=softmax d_model=32 kv_pairs=8 reached 0.22 (< 0.9); diverged: …'.
+    'under-trained (< 0.9 in distribution): mixer=softmax d_model=32 kv_pairs=8 reached 0.22; diverged: …'.
 
     Runs are grouped by `label` (seeds averaged); a group fails if any of its runs diverged or its
-    mean accuracy is below the threshold.
+    mean accuracy is below the threshold. With `accuracy=None` and a `loss_drop` column (memorization
+    runs), a group fails instead if its loss had not plateaued (mean drop > PLATEAU_DROP).
     """
     if frame is None or len(frame) == 0:
         return "no trained runs"
-    if accuracy not in frame or loss not in frame:
-        return f"no learning certificate in the table (columns {accuracy!r}, {loss!r})"
+    needed = [c for c in (accuracy, loss, loss_drop) if c is not None]
+    if any(c not in frame for c in needed):
+        return f"no learning certificate in the table (columns {needed})"
     label = [c for c in label if c in frame]
-    diverged, under = [], []
+    diverged, under, moving = [], [], []
     groups = frame.groupby(label, sort=True) if label else [((), frame)]
     for key, group in groups:
         key = key if isinstance(key, tuple) else (key,)
@@ -82,10 +98,17 @@ def certificate_failures(frame, label: Sequence[str], *, accuracy: str = "train_
         if not np.isfinite(losses).all():
             diverged.append(name)
             continue
-        mean_acc = float(pd_numeric(group[accuracy]).mean())
-        if not mean_acc >= threshold:
-            under.append(f"{name} reached {mean_acc:.2f}")
+        if accuracy is not None:
+            mean_acc = float(pd_numeric(group[accuracy]).mean())
+            if not mean_acc >= threshold:
+                under.append(f"{name} reached {mean_acc:.2f}")
+        if loss_drop is not None:
+            drop = float(np.nanmean(pd_numeric(group[loss_drop])))
+            if drop > PLATEAU_DROP:
+                moving.append(f"{name} (loss fell {drop:.0%} in the last 10% of training)")
     parts = []
+    if moving:
+        parts.append(f"loss not plateaued: " + ", ".join(moving[:6]) + (f" and {len(moving) - 6} more" if len(moving) > 6 else ""))
     if under:
         parts.append(f"under-trained (< {threshold:g} in distribution): " + ", ".join(under[:6])
                      + (f" and {len(under) - 6} more" if len(under) > 6 else ""))
