@@ -136,7 +136,8 @@ def runs(experiment, rows, n=50, steps=4096):
                         "mlp_width": width, "seed": seed, "steps": steps, "acc_running": acc, "acc_table": acc,
                         "X_running": associations_from_accuracy(acc, n),
                         "X_table": round(acc * n * n), "bound_X": heads * d_head + d,
-                        "params_nonembedding": 4 * d_head**2 * heads + 2 * d * width + width})
+                        "params_nonembedding": 4 * d_head**2 * heads + 2 * d * width + width,
+                        "final_loss": 1.0, "loss_drop_last10": 0.01})
     return pd.DataFrame(out)
 
 
@@ -217,6 +218,30 @@ def test_short_training_is_inconclusive():
     tables = {"A1": linear_a1().assign(steps=16)}
     by_id = {c.id: c.verdict for c in claim.checks(tables)}
     assert set(by_id.values()) == {INCONCLUSIVE}
+
+
+def test_learning_certificate_gates_trained_checks():
+    good = linear_a1()
+    learned = {c.id: c for c in claim.checks({"A1": good})}
+    assert learned["linear_in_H"].verdict == REPRODUCED and learned["linear_in_H"].precondition
+    # a learned run still fails on the claim itself
+    flat = runs("A1", [(d, d, h, 0.03 + 1e-5 * h) for d in (5, 6, 7) for h in (1, 6, 11, 16, 21)])
+    assert {c.id: c for c in claim.checks({"A1": flat})}["per_head_gain"].verdict == NOT_REPRODUCED
+    # diverged: every trained check is withheld, with the reason
+    diverged = good.assign(final_loss=np.where(good["heads"] == 6, np.nan, 1.0))
+    gated = {c.id: c for c in claim.checks({"A1": diverged})}
+    for check_id in ("above_bound", "linear_in_H", "per_head_gain", "slope_exponent"):
+        assert gated[check_id].verdict == INCONCLUSIVE and "diverged" in gated[check_id].reason
+    # loss still falling: shape laws withheld; a lower bound that passes stands, one that fails is withheld
+    moving = good.assign(loss_drop_last10=0.2)
+    gated = {c.id: c for c in claim.checks({"A1": moving})}
+    assert gated["linear_in_H"].verdict == INCONCLUSIVE and "not plateaued" in gated["linear_in_H"].reason
+    assert gated["above_bound"].verdict == REPRODUCED
+    low = runs("A1", [(9, 9, h, 0.021) for h in (1, 6, 11, 16, 21)]).assign(loss_drop_last10=0.2)
+    assert {c.id: c for c in claim.checks({"A1": low})}["above_bound"].verdict == INCONCLUSIVE
+    # saturated runs (accuracy ≥ 0.95) need no plateau: they cannot store more
+    saturated = good.assign(acc_running=0.99, loss_drop_last10=0.3)
+    assert "not plateaued" not in {c.id: c for c in claim.checks({"A1": saturated})}["linear_in_H"].reason
 
 
 # ---------------------------------------------------------------------------- config ---------

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import curve_fit
 
-from attncap.claims import INCONCLUSIVE, Check, fraction_verdict, linear_fit, verdict_from
+from attncap.claims import (INCONCLUSIVE, PLATEAU_DROP, Check, certificate_failures, fraction_verdict, gate,
+                            linear_fit, verdict_from)
 from attncap.tasks.aot_memorization import accuracy_bound
 
 TITLE = "Attention-only transformers memorize H·d_h + d associations"
@@ -17,7 +18,7 @@ PAPER = "Dana, Pydi & Chevaleyre 2024 (arXiv 2411.10115)"
 SATURATION = 0.95  # points above this accuracy are left out of linear fits (as the authors' scripts do)
 R2_MIN = 0.98
 REGIME_RATIO = 5.0
-PUBLISHED_TOL = {"A1": 0.03, "A6": 0.06}
+PUBLISHED_TOL = {"A1": 0.03, "A6": 0.06, "A5": 0.05}
 D2_SLOPE_RANGE = (1.2, 1.6)  # the paper: "about 1.3–1.5×" the bound's slope, ±0.1
 # Published accuracies (spec 02): (d = d_h, H) → accuracy at N = 50; A6: H → accuracy at N = 10, d = 2
 PUBLISHED_A1 = {
@@ -30,23 +31,50 @@ MIN_POINTS = 4  # fewer points per fit: the grid is too small to test a law → 
 MIN_DIMS = 3  # per-d laws need this many evaluable d values, else inconclusive
 MIN_STEPS = 1000  # shorter training cannot test memorisation capacity (smoke tier) → inconclusive
 KEYS = ["model", "layout", "N", "d", "d_head", "heads", "mlp_width"]
+# The authors' experiment-5 data (issue 13, from their published data files): d = 10, H = 16, N = 70
+PUBLISHED_A5_H16 = {"aot": 0.30, "mlp": 0.50}
+PRECONDITION = (f"every run finite, trained ≥ {MIN_STEPS} steps, and its loss plateaued (fell < {PLATEAU_DROP:.0%} "
+                f"over the last 10% of training) unless its accuracy is ≥ {SATURATION}")
+
+
+def certificate(*frames: pd.DataFrame | None) -> str:
+    """Why these runs cannot decide a check ('' when they can): the learning certificate of claim 2.
+
+    Memorization beyond capacity is measured by accuracy < 1, so the certificate asks for a converged
+    loss, not for high accuracy."""
+    frames = [f for f in frames if f is not None and not f.empty]
+    if not frames:
+        return "no trained runs"
+    runs = pd.concat(frames, ignore_index=True)
+    return certificate_failures(runs, KEYS, accuracy="acc_running", loss="final_loss", threshold=None,
+                                loss_drop="loss_drop_last10", saturated=SATURATION, min_steps=MIN_STEPS)
+
+
+def too_short(*frames: pd.DataFrame | None) -> str:
+    steps = [int(f["steps"].min()) for f in frames if f is not None and not f.empty and "steps" in f]
+    return f"trained {min(steps)} steps (< {MIN_STEPS}): too short to measure" if steps and min(steps) < MIN_STEPS else ""
 
 
 def checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
     a1, a2, a3, a5, a6 = (trained(tables.get(k)) for k in ("A1", "A2", "A3", "A5", "A6"))
+    bound_runs = [t for t in (a1, shared(a2), shared(a3), a6) if t is not None]
+    aot_a5 = a5[a5["model"] == "aot"] if a5 is not None and "model" in a5 else a5
     return [
-        above_bound(pd.concat([t for t in (a1, shared(a2), shared(a3), a6) if t is not None], ignore_index=True)
-                    if any(t is not None for t in (a1, a2, a3, a6)) else None),
-        linear_in_heads(a1),
-        per_head_gain(a1),
-        head_dim_scaling(a2),
-        two_regimes(a3),
-        slope_exponent(a1),
-        d2_bound(a6),
-        d2_slope(a6),
-        aot_linear_in_parameters(a5),
-        aot_vs_mlp(a5),
-        published_match(a1, a6),
+        # lower bounds: a pass by runs that could still improve stands; only a failure is withheld
+        gate(above_bound(pd.concat(bound_runs, ignore_index=True) if bound_runs else None), PRECONDITION,
+             certificate(*bound_runs), lower_bound=True),
+        gate(linear_in_heads(a1), PRECONDITION, certificate(a1)),
+        gate(per_head_gain(a1), PRECONDITION, certificate(a1), lower_bound=True),
+        gate(head_dim_scaling(a2), PRECONDITION, certificate(shared(a2))),
+        gate(two_regimes(a3), PRECONDITION, certificate(shared(a3))),
+        gate(slope_exponent(a1), PRECONDITION, certificate(a1)),
+        gate(d2_bound(a6), PRECONDITION, certificate(a6), lower_bound=True),
+        gate(d2_slope(a6), PRECONDITION, certificate(a6)),
+        gate(aot_linear_in_parameters(a5), PRECONDITION, certificate(aot_a5)),
+        gate(aot_vs_mlp(a5), PRECONDITION, certificate(a5)),
+        # our training follows the authors' protocol; matching their numbers is its positive control
+        gate(published_match(a1, a6, a5), f"trained ≥ {MIN_STEPS} steps (the authors' protocol)",
+             too_short(a1, a6, a5)),
     ]
 
 
@@ -56,8 +84,8 @@ def _missing(check_id, statement, source, expected, tolerance="") -> Check:
 
 
 def trained(frame: pd.DataFrame | None) -> pd.DataFrame | None:
-    """The table if its models trained for at least MIN_STEPS steps, else None (→ inconclusive)."""
-    if frame is None or frame.empty or "steps" not in frame or frame["steps"].min() < MIN_STEPS:
+    """The table, or None when it has no rows (→ inconclusive)."""
+    if frame is None or frame.empty:
         return None
     return frame
 
@@ -280,7 +308,12 @@ def aot_linear_in_parameters(a5: pd.DataFrame | None) -> Check:
 
 
 def aot_vs_mlp(a5: pd.DataFrame | None) -> Check:
-    statement = "At equal non-embedding parameters (4d²H) the AoT memorises at least as well as one head + MLP"
+    """The paper's sentence ("AoTs are better optimized for memorization" than an MLP at equal
+    parameters). The authors' own experiment-5 data has the MLP ahead (H = 16: AoT ≈ 0.30, MLP ≈ 0.50),
+    so a "not reproduced" here agrees with their measurements and disagrees with their sentence;
+    `published_match` compares our numbers with that data."""
+    statement = ("The paper's sentence: at equal non-embedding parameters (4d²H) the AoT memorises at least as "
+                 "well as one head + MLP (the authors' own data has the MLP ahead: H = 16, AoT ≈ 0.30 vs MLP ≈ 0.50)")
     source = f"{PAPER}, Sec. 5 Fig. 3"
     expected = "AoT running accuracy ≥ MLP running accuracy at every budget with H > 1"
     if a5 is None or a5.empty or not {"aot", "mlp"} <= set(a5["model"]):
@@ -297,11 +330,21 @@ def aot_vs_mlp(a5: pd.DataFrame | None) -> Check:
     return Check("aot_beats_mlp", statement, source, winners, expected, "none", fraction_verdict(passes))
 
 
-def published_match(a1: pd.DataFrame | None, a6: pd.DataFrame | None) -> Check:
-    statement = "Running accuracies match the published values at matching configurations"
-    source = f"{PAPER}, Figs. 1a and appendix (values from the authors' data files)"
-    expected = f"|ours − published| ≤ {PUBLISHED_TOL['A1']} (N = 50), ≤ {PUBLISHED_TOL['A6']} (A6)"
+def published_match(a1: pd.DataFrame | None, a6: pd.DataFrame | None, a5: pd.DataFrame | None = None) -> Check:
+    statement = "Running accuracies match the authors' published measurements at matching configurations"
+    source = f"{PAPER}, Figs. 1a, 3 and appendix (values from the authors' data files)"
+    expected = (f"|ours − published| ≤ {PUBLISHED_TOL['A1']} (A1, N = 50), ≤ {PUBLISHED_TOL['A6']} (A6), "
+                f"≤ {PUBLISHED_TOL['A5']} (A5, d = 10, H = 16, approximate published values)")
     diffs, passes = {}, []
+    if a5 is not None and not a5.empty and {"aot", "mlp"} <= set(a5["model"]):
+        cells = seed_means(a5)
+        for model, published in PUBLISHED_A5_H16.items():
+            rows = cells[(cells["model"] == model) & (cells["d"] == 10) & (cells["N"] == 70)]
+            rows = rows[rows["heads"] == 16] if model == "aot" else rows[rows["mlp_width"] == 2 * 10 * 15]
+            if len(rows):
+                diff = float(rows["acc_running"].iloc[0]) - published
+                diffs[f"A5 {model} d=10 H=16"] = round(diff, 4)
+                passes.append(abs(diff) <= PUBLISHED_TOL["A5"])
     for name, frame, table in (("A1", a1, PUBLISHED_A1), ("A6", a6, {2: PUBLISHED_A6})):
         if frame is None or frame.empty:
             continue
@@ -316,4 +359,4 @@ def published_match(a1: pd.DataFrame | None, a6: pd.DataFrame | None) -> Check:
     return Check("published_match", statement, source,
                  {"matched_configs": len(passes), "max_abs_diff": max(map(abs, diffs.values()), default=math.nan),
                   "differences": diffs},
-                 expected, "0.03 / 0.06", fraction_verdict(passes))
+                 expected, "0.03 / 0.06 / 0.05", fraction_verdict(passes))

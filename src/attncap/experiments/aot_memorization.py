@@ -13,10 +13,11 @@ import time
 import pandas as pd
 import torch
 
+from attncap.claims import learning_status
 from attncap.experiments.context import RunContext
 from attncap.models.aot_memorization import AoTStack, per_model_accuracy, per_model_cross_entropy
 from attncap.tasks.aot_memorization import (EpochShuffler, all_pairs, associations_from_accuracy, make_block)
-from attncap.train import TrainSettings, generators, train_batched
+from attncap.train import TrainSettings, generators, loss_curve, plateau_drop, train_batched
 
 EXPERIMENTS = ("A1", "A2", "A3", "A5", "A6")
 _BLOCK_SALT = {"A1": 1, "A2": 2, "A3": 3, "A5": 5, "A6": 6}  # one table+sample per experiment block
@@ -168,6 +169,7 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
     running = accuracies[:counter[0]][-last:].mean(0).cpu()
     final_loss = losses[:counter[0]][-last:].double().mean(0).cpu()
     correct = table_hits(model, table, device)
+    history = losses[:counter[0]].double().cpu()
     wall = time.perf_counter() - started
     n = spec["N"]
     rows = []
@@ -183,7 +185,10 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
             "X_table": int(correct[i]),
             "X_table_chance_corrected": float(associations_from_accuracy(float(correct[i]) / n**2, n)),
             "bound_X": h * stack.d_head + stack.d, "previous_bound_X": h * (stack.d_head - 1) + 1,
-            "final_loss": float(final_loss[i]), **counts,
+            "final_loss": float(final_loss[i]),
+            # learning certificate: capacity is read off a converged run only (accuracy < 1 is the result)
+            "loss_curve": loss_curve(history[:, i]), "loss_drop_last10": plateau_drop(history[:, i]),
+            "status": learning_status(float(final_loss[i]), loss_drop=plateau_drop(history[:, i])), **counts,
             "params_nonembedding": counts["params_attention"] + counts["params_mlp"],
             "models_in_stack": len(stack.seeds), "wall_time_s": wall,
         })
