@@ -310,6 +310,21 @@ display(mem)
 fits
 
 # %% [markdown]
+# ## What each trained check tests: the paper's statement or a stricter reading
+#
+# * Every trained check first asks for the learning certificate (every run finite, a budget of ≥ 1000 steps,
+#   and either its labels fitted or its loss plateaued); a check whose runs fail it is inconclusive with
+#   the reason, because a model that had not converged cannot refute a capacity statement.
+# * `M2.fit_at_bound`, `M6.fit_at_bound`: the theorem says weights that memorize H(n−1)+1 examples *exist*.
+#   Asking gradient descent to find them in every run is a stricter reading; a run that misses 100% at T ≤ b
+#   is an optimization result, not a counterexample. These are lower bounds: a pass by runs that could still
+#   improve stands, a failure by unconverged runs is withheld.
+# * `M2.linear_in_H`: Ω(H·n) is a lower bound. The check asks for linear growth (R² ≥ 0.95), at least the
+#   bound's n−1 per head, and a log-log slope ≥ 0.8; a slope above 1 (faster than linear, e.g. 1.3 at our
+#   scale) does not contradict Ω(H·n), so it no longer counts against the claim.
+# * `M3.monotone_n`, `M4.*`, `M5.nonshared`, `M7.saturation` test the paper's Sec. 5 figures as stated.
+
+# %% [markdown]
 # ## Protocol choices (where the spec was silent)
 #
 # * Model: the reference layout (linear embedding, sinusoidal encodings with the query at position 0, query masked

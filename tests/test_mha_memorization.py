@@ -249,7 +249,8 @@ def _trained(M_of, heads=(1, 2, 4, 8), n=8, seeds=(0, 1), grid=(8, 16, 32, 64, 1
             memorized = min(T, M_of(h))
             rows.append({"heads": h, "n": n, "d_head": 16, "seed": s, "T": T, "bound_b": tasks.capacity_bound(h, n),
                          "accuracy": memorized / T, "memorized": memorized, "majority_frac": 0.05,
-                         "sat_frac": 0.5, "sat_frac_init": 0.0, "rel_mse": 1e-5 if T <= memorized else 0.5, **extra})
+                         "sat_frac": 0.5, "sat_frac_init": 0.0, "rel_mse": 1e-5 if T <= memorized else 0.5,
+                         "steps": 2000, "final_train_loss": 0.5, "loss_drop_last10": 0.0, **extra})
     return pd.DataFrame(rows)
 
 
@@ -336,10 +337,25 @@ def test_assumption_verdicts():
 
 
 def test_smoke_tier_training_is_inconclusive():
-    good = _trained(lambda h: 30 * h, tier="smoke")
+    good = _trained(lambda h: 30 * h, steps=150)  # the smoke tier's step budget
     assert claim.check_linear_in_heads(good).verdict == INCONCLUSIVE
     assert claim.check_fit_at_bound(good, "M2").verdict == INCONCLUSIVE
-    assert claim.check_linear_in_heads(good.assign(tier="default")).verdict == REPRODUCED
+    assert claim.check_linear_in_heads(good.assign(steps=2000)).verdict == REPRODUCED
+
+
+def test_learning_certificate_gates_trained_checks():
+    good = _trained(lambda h: 30 * h)
+    diverged = good.assign(final_train_loss=np.where(good["heads"] == 2, np.nan, 0.5))
+    for check in (claim.check_linear_in_heads(diverged), claim.check_fit_at_bound(diverged, "M2"),
+                  claim.check_saturation(diverged)):
+        assert check.verdict == INCONCLUSIVE and "diverged" in check.reason
+    # unconverged runs below capacity (accuracy < 1): shape laws withheld, a passing lower bound stands
+    moving = good.assign(loss_drop_last10=0.3)
+    assert claim.check_linear_in_heads(moving).verdict == INCONCLUSIVE
+    assert "not plateaued" in claim.check_linear_in_heads(moving).reason
+    assert claim.check_fit_at_bound(moving, "M2").verdict == REPRODUCED
+    # certified runs still fail on the claim itself
+    assert claim.check_fit_at_bound(_trained(lambda h: 3), "M2").verdict in (NOT_REPRODUCED, PARTIALLY)
 
 
 def test_checks_without_tables_are_inconclusive():

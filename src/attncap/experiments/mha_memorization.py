@@ -14,10 +14,11 @@ import scipy.linalg
 import torch
 import torch.nn.functional as F
 
+from attncap.claims import learning_status
 from attncap.experiments.context import RunContext
 from attncap.models.mha_memorization import BatchedMHAMemorizer, frozen_features
 from attncap.tasks import mha_memorization as tasks
-from attncap.train import TrainSettings, train_batched
+from attncap.train import TrainSettings, final_loss, loss_curve, plateau_drop, train_batched
 
 TRAINED = ("M2", "M3", "M4", "M5", "M6")
 T_RULES = ("L-1", "L", "L+1", "2L")
@@ -83,6 +84,39 @@ def check_config(section: dict) -> list[str]:
             elif (8 // p) ** 2 >= m8["d"]:
                 problems.append(f"M8.patches: patch size {p} gives n={(8 // p) ** 2} tokens >= d={m8['d']}")
     return problems
+
+
+def expected_cells(section: dict) -> dict[str, list[dict]]:
+    """Run table (file stem) -> the cells the config asks it to hold ({column: value} dicts some row must
+    match; `_rows` when several rows share one label). attncap.claims.evaluate refuses verdicts from
+    tables lacking any of them."""
+    out = {}
+    m1 = section.get("M1")
+    if m1:
+        cells = []
+        for n in m1["n"]:
+            for heads in m1["heads"]:
+                for kind in m1["contexts"]:
+                    for r in (m1["ranks"] if kind in ("lowrank", "affine") else [None]):
+                        law_bound = tasks.rank_law(kind, 10**9, heads, n, m1["d"], r)
+                        cells += [{"context": kind, "n": n, "heads": heads, **({"rank_r": r} if r else {}),
+                                   "T_rule": rule, "draw": draw}
+                                  for rule in m1["T"] if _t_value(rule, law_bound) >= 1 for draw in range(m1["draws"])]
+        out["M1"] = cells
+    for exp in TRAINED:
+        spec = section.get(exp)
+        if not spec:
+            continue
+        for part in part_names(spec):
+            out[f"{exp}_{part}"] = [{"n": g["n"], "heads": g["heads"], "d_head": g["d_head"], "T": g["T"], "seed": s}
+                                    for g in part_groups(spec, part) for s in g["seeds"]]
+    m8 = section.get("M8")
+    if m8:
+        out["M8"] = ([{"source": "synthetic U[0,1]", "n": n, "positional": p} for n in m8["n"] for p in (False, True)]
+                     + [{"source": f"digits {patch}x{patch} patches", "positional": p}
+                        for patch in m8["patches"] for p in (False, True)]
+                     + [{"source": f"planted {kind}", "_rows": m8["planted_cases"]} for kind in ("subspace", "single")])
+    return out
 
 
 # ---- M1: exact rank laws ---------------------------------------------------------------------
@@ -264,9 +298,14 @@ def train_group(spec: dict, exp: str, g: dict, context: RunContext) -> list[dict
     sat_end = _saturation(model, data, sat["threshold"], sat["bins"])
     wall = time.perf_counter() - start
     b = tasks.capacity_bound(heads, n)
+    history = result["model_loss_history"]
     rows = []
     for m, s in enumerate(seeds):
         best = float(state["best"][m])
+        fitted = int(state["fit_step"][m]) >= 0
+        losses = history[:, m]
+        # learning certificate: a run that fit its labels is done; any other must have converged
+        drop = 0.0 if fitted else plateau_drop(losses)
         row = {
             "d": d, "n": n, "heads": heads, "d_head": g["d_head"], "T": T, "bound_b": b, "T_over_b": T / b,
             "context": spec["context"], "labels": spec["labels"], "n_classes": spec["n_classes"] if classes else 0,
@@ -275,6 +314,8 @@ def train_group(spec: dict, exp: str, g: dict, context: RunContext) -> list[dict
             "sat_threshold": sat["threshold"], "sat_frac_init": float(sat_init["frac"][m]),
             "sat_frac": float(sat_end["frac"][m]), "max_weight_median": float(sat_end["median"][m]),
             "wall_time_s": wall / M, "group_wall_time_s": wall,
+            "final_train_loss": final_loss(losses), "loss_curve": loss_curve(losses), "loss_drop_last10": drop,
+            "status": learning_status(final_loss(losses), loss_drop=drop),
         }
         if classes:
             row.update({"accuracy": best, "accuracy_final": float(final[m]), "memorized": best * T,
