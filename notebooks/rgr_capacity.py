@@ -169,8 +169,11 @@ plotting.save(fig, figures, CLAIM, "dkstar_heatmap")
 # ## 3. The law: observed D_K* against m'·log m'/d_model (paper Fig. 3)
 #
 # Every searched cell (R2–R5): permutation cells and out-degree-k cells. y is the best split's D_K*, the
-# error bar the seed range. The solid line is the least-squares fit of log D_K* on log x; the dashed line
-# has slope 1 through the geometric mean (the law's shape). Hollow markers: the constructed reference.
+# error bar the seed range. The solid line is the least-squares fit of log D_K* on log x with one constant
+# for all cells (the strict reading); the dotted lines share one slope with a constant per graph family
+# (the Θ(·) reading the verdict `capacity_law` tests: Θ fixes the exponent, and the paper proves the law
+# family by family, so a family may sit above or below another). The dashed line has slope 1 through the
+# geometric mean (the law's shape). Hollow markers: the constructed reference.
 
 # %%
 fit = rules.law_fit(summary)
@@ -192,6 +195,10 @@ xs = np.geomspace(finite["law_x"].min(), finite["law_x"].max(), 50) if len(finit
 if np.isfinite(fit["slope"]):
     ax.plot(xs, np.exp(fit["intercept"]) * xs ** fit["slope"], color="black",
             label=f"fit: slope {fit['slope']:.2f}, R² {fit['r2']:.2f}")
+family_fit = rules.family_law_fit(summary)
+for graph, log_c in family_fit["log_constant_by_family"].items():
+    ax.plot(xs, np.exp(log_c) * xs ** family_fit["slope"], color="dimgray", ls=":", lw=1.2,
+            label=f"{graph}: common slope {family_fit['slope']:.2f} (R² {family_fit['r2']:.2f})")
 if len(finite):
     c = np.exp(np.mean(np.log(finite["dk_star_min"]) - np.log(finite["law_x"])))
     ax.plot(xs, c * xs, color="black", ls="--", lw=1, label=f"slope 1: D_K* = {c:.2f}·x")
@@ -200,7 +207,10 @@ plotting.label(ax, "Observed D_K* vs the capacity law", "m'·ln m' / d_model (lo
 ax.legend(fontsize="x-small", loc="lower right")
 plain_log_ticks(ax)
 plotting.save(fig, figures, CLAIM, "law")
-law_table = pd.DataFrame([{"fit": "trained", **fit}])
+law_table = pd.DataFrame([{"fit": "trained, one constant", **fit},
+                          {"fit": "trained, constant per graph family", "slope": family_fit["slope"],
+                           "r2": family_fit["r2"], "n": family_fit["n"]},
+                          *[{"fit": f"trained, within {g}", **v} for g, v in family_fit["slope_by_family"].items()]])
 if built_rows is not None:
     law_table = pd.concat([law_table, pd.DataFrame([{"fit": "constructed", **rules.law_fit(built_summary)}])])
 plotting.save_table(law_table, tables_dir, CLAIM, "law_fit")

@@ -223,6 +223,8 @@ def _search_table(cells_dk: dict, experiment="R2") -> pd.DataFrame:
                                  graph=graph, out_degree=k, m_edges=m_edges, compression=m / d,
                                  law_x=tasks.law_x(m_edges, d), h=h, seed=seed,
                                  dk_star=np.nan if dk is None else float(dk), censored=dk is None))
+                # the search's last failing training, converged on a plateau (the learning certificate)
+                rows.append(dict(rows[-1], row_type="eval", f1_all=0.9, stopped="plateau"))
     return pd.DataFrame(rows)
 
 
@@ -247,6 +249,27 @@ def test_capacity_law_verdicts():
     few = {k: v for k, v in list(_law_cells(1.0).items())[:2]}
     assert claims.checks({"R2": _search_table(few)})[0].verdict == INCONCLUSIVE
     assert claims.checks({})[0].verdict == INCONCLUSIVE
+
+
+def test_learning_certificate_gates_trained_checks():
+    table = _search_table(_law_cells(1.0))
+    budget = table.assign(stopped=np.where(table["row_type"] == "eval", "budget", None))
+    check = claims.checks({"R2": budget})[0]
+    assert check.verdict == INCONCLUSIVE and "step budget" in check.reason and check.measured["slope"] == pytest.approx(1.0)
+    diverged = table.assign(stopped=np.where(table["row_type"] == "eval", "diverged", None))
+    assert all(c.verdict == INCONCLUSIVE for c in claims.checks({"R2": diverged})[:4])
+    # certified searches still fail on the claim itself
+    assert claims.checks({"R2": _search_table(_law_cells(2.0))})[0].verdict == NOT_REPRODUCED
+
+
+def test_capacity_law_allows_a_constant_per_graph_family():
+    cells = _law_cells(1.0)
+    for m, d in [(64, 16), (128, 16), (256, 32), (256, 64)]:  # out-degree cells: same slope, a third the constant
+        best = 0.5 * tasks.law_x(tasks.n_edges("out_degree", m, 2), d) / 3
+        cells[(m, d, "out_degree", 2)] = {1: None, 2: 1.5 * best, 4: best}
+    check = claims.checks({"R2": _search_table(cells)})[0]
+    assert check.verdict == REPRODUCED and check.measured["slope"] == pytest.approx(1.0, abs=1e-6)
+    assert check.measured["one_constant_r2"] < check.measured["r2"]
 
 
 def test_one_head_uncompressed_verdicts():
@@ -276,7 +299,8 @@ def test_heads_help_and_best_h_grow_verdicts():
 
 
 def _r1(curves: dict) -> pd.DataFrame:
-    rows = [dict(row_type="eval", kind="trained", h=h, d_k_total=dk, seed=s, f1_all=f1)
+    rows = [dict(row_type="eval", kind="trained", cell="m64_d16", h=h, d_k_total=dk, seed=s, f1_all=f1,
+                 stopped="target" if f1 >= 0.99 else "plateau")
             for h, curve in curves.items() for dk, f1 in curve.items() for s in (0, 1)]
     return pd.DataFrame(rows)
 
@@ -284,8 +308,10 @@ def _r1(curves: dict) -> pd.DataFrame:
 def test_sharp_threshold_verdicts():
     sharp = {2: {8: 0.2, 16: 0.45, 32: 0.995, 64: 1.0}, 4: {8: 0.3, 16: 0.9, 32: 1.0}}
     assert claims.checks({"R1": _r1(sharp)})[4].verdict == REPRODUCED
-    slow = {2: {8: 0.2, 16: 0.6, 32: 0.8, 64: 0.95, 128: 0.995}}
+    slow = {2: {8: 0.2, 16: 0.6, 32: 0.8, 64: 0.95, 128: 0.995}, 4: {8: 0.3, 16: 0.7, 32: 0.9, 64: 0.995}}
     assert claims.checks({"R1": _r1(slow)})[4].verdict == NOT_REPRODUCED
+    one_split = claims.checks({"R1": _r1({2: sharp[2], 1: {8: 0.2, 16: 0.3}})})[4]
+    assert one_split.verdict == INCONCLUSIVE and "only 1 of 2 head splits" in one_split.reason
     never = {1: {8: 0.2, 16: 0.3}}
     assert claims.checks({"R1": _r1(never)})[4].verdict == INCONCLUSIVE
     assert claims.checks({})[4].verdict == INCONCLUSIVE

@@ -67,6 +67,32 @@ def parts(experiment: str, spec: dict, section: dict | None = None) -> list[str]
     return names
 
 
+def expected_cells(section: dict) -> dict[str, list[dict]]:
+    """Run table (file stem) -> the cells the config asks it to hold ({column: value} dicts some row must
+    match): R1 parts one eval row per (kind, h, D_K, seed) of their D_K slices; each search cell one
+    `dkstar` row per (kind, h, seed). attncap.claims.evaluate refuses verdicts from tables lacking one."""
+    out = {}
+    r1 = section.get("R1")
+    if r1:
+        names = parts("R1", r1)
+        for index, part in enumerate(names):
+            out[f"R1_{part}"] = (
+                [{"row_type": "eval", "kind": "trained", "h": h, "d_k_total": dk, "seed": s}
+                 for dk in r1["d_k_total"][index::len(names)] for h in r1["heads"] for s in r1["seeds"]]
+                + [{"row_type": "eval", "kind": "constructed", "h": h, "d_k_total": dk, "seed": s}
+                   for dk in r1["construct_d_k_total"][index::len(names)] for h in r1["heads"] if dk % h == 0
+                   for s in r1["seeds"]])
+    for experiment in SEARCH_EXPERIMENTS:
+        spec = section.get(experiment)
+        if not spec:
+            continue
+        kinds = ["trained"] + (["constructed"] if spec["construct"] else [])
+        for part in parts(experiment, spec, section):
+            out[f"{experiment}_{part}"] = [{"row_type": "dkstar", "cell": part, "kind": k, "h": h, "seed": s}
+                                           for k in kinds for h in spec["heads"] for s in spec["seeds"]]
+    return out
+
+
 # ---- config checks --------------------------------------------------------------------------------
 
 def check_config(section: dict) -> list[str]:
@@ -146,6 +172,9 @@ def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict,
     ref_step = np.zeros(n, dtype=int)
     done = np.zeros(n, dtype=bool)
     done_step = np.full(n, -1)
+    # why each model stopped: "target" (F1 reached), "plateau" (no gain for `patience` steps) or "budget"
+    # (steps ran out while still improving: an under-trained failure, see the learning certificate)
+    stopped = np.full(n, "", dtype=object)
     snapshots: list = [None] * n
     temperature = t["temperature"]
 
@@ -166,9 +195,12 @@ def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict,
                 snapshots[i] = bank.model_weights(i)
             if f1[i] >= ref[i] + t["min_delta"]:
                 ref[i], ref_step[i] = f1[i], step + 1
-            if f1[i] >= t["target_f1"] or step + 1 - ref_step[i] >= t["patience"] or last:
+            reason = ("target" if f1[i] >= t["target_f1"] else
+                      "plateau" if step + 1 - ref_step[i] >= t["patience"] else "budget" if last else "")
+            if reason:
                 done[i] = True
                 done_step[i] = step + 1
+                stopped[i] = reason
         return bool(done.all())
 
     start = time.perf_counter()
@@ -177,11 +209,18 @@ def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict,
     seconds = time.perf_counter() - start
     results = []
     for i, (h, dk, seed) in enumerate(requests):
+        if snapshots[i] is None:  # F1 was never finite: the run diverged; recorded as such, not as F1 = 0
+            results.append(dict(kind="trained", h=h, d_k=dk // h, d_k_total=dk, seed=seed, tau=math.nan,
+                                steps_run=int(done_step[i]), stopped="diverged", wall_time_s=seconds / n,
+                                f1_all=math.nan))
+            continue
         wq, wk, tau = snapshots[i]
         with torch.no_grad():
             scores = head_scores(torch.tensor(datas[seed]["x"]), wq.double().cpu(), wk.double().cpu()).amax(0)
         row = dict(kind="trained", h=h, d_k=dk // h, d_k_total=dk, seed=seed, tau=tau,
-                   steps_run=int(done_step[i]), stopped=("target" if best[i] >= t["target_f1"] else "plateau"),
+                   steps_run=int(done_step[i]),
+                   stopped="target" if best[i] >= t["target_f1"] else ("diverged" if not np.isfinite(best[i]) or not
+                                                                       math.isfinite(float(tau)) else stopped[i]),
                    wall_time_s=seconds / n)
         row.update(_metrics(scores.numpy(), tau, datas[seed]))
         results.append(row)
