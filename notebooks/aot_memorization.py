@@ -75,7 +75,7 @@ def missing(experiment: str, name: str) -> bool:
     return True
 
 
-pd.DataFrame(verdicts["checks"])[["id", "statement", "measured", "verdict"]]
+pd.DataFrame(verdicts["checks"])[["id", "statement", "measured", "verdict", "reason"]]
 
 # %% [markdown]
 # ## A1 — accuracy grows linearly in the number of heads (Fig. 1a)

@@ -90,7 +90,7 @@ print(f"tier: {tier}; run tables: {sorted(tables)}; rows: { {k: len(v) for k, v 
 # * **Law axis.** x = m'·ln m' / d_model (natural log; the base only moves the intercept of a log–log fit).
 
 # %%
-verdict_table = pd.DataFrame(verdicts["checks"])[["id", "statement", "measured", "expected", "verdict"]]
+verdict_table = pd.DataFrame(verdicts["checks"])[["id", "statement", "measured", "expected", "verdict", "reason"]]
 verdict_table
 
 # %% [markdown]
