@@ -72,7 +72,7 @@ def no_data(ax, what):
 
 tables = {e: load(e) for e in ["M1", "M2", "M3", "M4", "M5", "M6", "M8"]}
 verdicts = json.loads((results / "claims" / f"{CLAIM}.json").read_text())
-pd.DataFrame([{k: c[k] for k in ("id", "verdict", "measured")} for c in verdicts["checks"]])
+pd.DataFrame([{k: c.get(k, "") for k in ("id", "verdict", "measured", "reason")} for c in verdicts["checks"]])
 
 # %% [markdown]
 # ## M1: the rank laws are exact
