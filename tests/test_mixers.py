@@ -1,10 +1,12 @@
-"""Every registered mixer against its step-by-step definition in float64, plus causality and gradients."""
-import math
+"""Every registered mixer against its step-by-step definition (models.reference) in float64, plus causality
+and gradients."""
 
 import pytest
 import torch
 
-from attncap.models.mixers import BETA_MAX, MIXERS, SOFTMAX_MIXERS, deltaformer, deltanet, mix, softmax_attention
+from attncap.models.mixers import BETA_MAX, MIXERS, SOFTMAX_MIXERS, deltaformer, mix, softmax_attention
+from attncap.models.reference import reference
+from attncap.models.reference import softmax_attention as naive_softmax
 
 TOL = 1e-10
 
@@ -14,70 +16,6 @@ def _inputs(seed=0, shape=(2, 3, 7, 5)):
     q, k, v = (torch.randn(*shape, generator=g, dtype=torch.float64) for _ in range(3))
     beta = torch.rand(*shape[:-1], generator=g, dtype=torch.float64)
     return q, k, v, beta
-
-
-def naive_softmax(q, k, v):
-    out = torch.zeros_like(v)
-    for t in range(q.shape[-2]):
-        w = torch.softmax(torch.einsum("...d,...sd->...s", q[..., t, :], k[..., : t + 1, :]) / math.sqrt(q.shape[-1]), -1)
-        out[..., t, :] = torch.einsum("...s,...sd->...d", w, v[..., : t + 1, :])
-    return out
-
-
-def naive_linear(q, k, v, feature):
-    phi = (lambda x: x) if feature == "identity" else (lambda x: torch.nn.functional.elu(x) + 1)
-    out = torch.zeros_like(v)
-    for t in range(q.shape[-2]):
-        num = torch.zeros_like(v[..., 0, :])
-        den = torch.zeros_like(v[..., 0, :1])
-        for s in range(t + 1):
-            w = (phi(q[..., t, :]) * phi(k[..., s, :])).sum(-1, keepdim=True)
-            num = num + w * v[..., s, :]
-            den = den + w
-        out[..., t, :] = num if feature == "identity" else num / (den + 1e-6)
-    return out
-
-
-def naive_deltanet(q, k, v, beta):
-    """The recurrent form: S_t = S_{t-1}(I - β k kᵀ) + β v kᵀ, o_t = S_t q_t (normalised q, k)."""
-    q = q / q.norm(dim=-1, keepdim=True)
-    k = k / k.norm(dim=-1, keepdim=True)
-    d_k, d_v = k.shape[-1], v.shape[-1]
-    state = torch.zeros(*q.shape[:-2], d_v, d_k, dtype=q.dtype)
-    eye = torch.eye(d_k, dtype=q.dtype)
-    out = torch.zeros_like(v)
-    for t in range(q.shape[-2]):
-        kt, vt, bt = k[..., t, :], v[..., t, :], beta[..., t, None, None]
-        state = state @ (eye - bt * kt[..., :, None] * kt[..., None, :]) + bt * vt[..., :, None] * kt[..., None, :]
-        out[..., t, :] = (state @ q[..., t, :, None])[..., 0]
-    return out
-
-
-def naive_deltaformer(q, k, v, beta, kernel):
-    """u_t = v_t − β_t Σ_{i<t} κ1(k_i, k_t) u_i one step at a time, then causal softmax attention over u."""
-    length, d = q.shape[-2], q.shape[-1]
-    u = torch.zeros_like(v)
-    for t in range(length):
-        correction = torch.zeros_like(v[..., 0, :])
-        if t > 0 and kernel != "zero":
-            if kernel == "exp":
-                w = torch.softmax(torch.einsum("...d,...sd->...s", k[..., t, :], k[..., :t, :]) / math.sqrt(d), -1)
-            else:
-                kn = k / k.norm(dim=-1, keepdim=True)
-                w = torch.einsum("...d,...sd->...s", kn[..., t, :], kn[..., :t, :])
-            correction = torch.einsum("...s,...sd->...d", w, u[..., :t, :])
-        u[..., t, :] = v[..., t, :] - beta[..., t, None] * correction
-    return naive_softmax(q, k, u)
-
-
-def reference(name, q, k, v, beta):
-    if name == "softmax":
-        return naive_softmax(q, k, v)
-    if name.startswith("linear_"):
-        return naive_linear(q, k, v, name.split("_")[1])
-    if name.startswith("deltanet"):
-        return naive_deltanet(q, k, v, beta)
-    return naive_deltaformer(q, k, v, beta, name.split("_")[1])
 
 
 @pytest.mark.parametrize("name", sorted(MIXERS))
