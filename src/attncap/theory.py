@@ -48,12 +48,6 @@ def linear_capacity(eps, d):
 
 
 # ---------------------------------------------------------------- softmax attention ------------
-def softmax_error2_bound(n, d: int, beta, mgf: str = "exact"):
-    """The blog's bound E||ṽ_i − v_i||² ≤ 4(N−1)·M_d(β)·e^{−β}, with the exact or Gaussian MGF."""
-    log_m = log_mgf_unit_dot(beta, d) if mgf == "exact" else log_mgf_gaussian(beta, d)
-    return 4.0 * (np.asarray(n, dtype=float) - 1.0) * np.exp(log_m - beta)
-
-
 def softmax_capacity_bound(eps, d: int, beta, mgf: str = "exact"):
     """N below which the bound guarantees mean error² ≤ ε²: 1 + ε²·e^β / (4·M_d(β)) (a lower bound on capacity)."""
     log_m = log_mgf_unit_dot(beta, d) if mgf == "exact" else log_mgf_gaussian(beta, d)

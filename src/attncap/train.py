@@ -176,23 +176,6 @@ def final_loss(losses, window: int = 10) -> float:
     return sum(losses) / len(losses) if losses else math.nan
 
 
-def stacked_init(factory: Callable[[], nn.Module], seeds: Iterable[int]) -> dict[str, torch.Tensor]:
-    """Initialise one module per seed with PyTorch's own init and stack its tensors on axis 0.
-
-    Seeding the global generator per model makes model m's initial weights independent of which
-    other models share its batch.
-    """
-    stacks: dict[str, list[torch.Tensor]] = {}
-    state = torch.random.get_rng_state()
-    for seed in seeds:
-        torch.manual_seed(int(seed))
-        module = factory()
-        for name, tensor in module.state_dict().items():
-            stacks.setdefault(name, []).append(tensor.detach().clone())
-    torch.random.set_rng_state(state)
-    return {name: torch.stack(tensors) for name, tensors in stacks.items()}
-
-
 def generators(seeds: Iterable[int], offset: int = 0) -> list[torch.Generator]:
     """One torch.Generator per model, for data that depends on that model's seed only."""
     return [torch.Generator().manual_seed(int(seed) * 1_000_003 + offset) for seed in seeds]
