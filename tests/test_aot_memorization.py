@@ -19,8 +19,8 @@ from attncap.tasks.aot_memorization import (EpochShuffler, accuracy_bound, all_p
 
 # ------------------------------------------------------------------------------ task ---------
 def test_block_is_seeded_and_consistent():
-    table, sample = make_block(7, 500, seed=3)
-    again, sample_again = make_block(7, 500, seed=3)
+    table, sample = make_block(7, 500, 3)
+    again, sample_again = make_block(7, 500, 3)
     assert torch.equal(table, again) and torch.equal(sample, sample_again)
     assert table.shape == (7, 7) and sample.shape == (500, 3)
     assert int(table.min()) >= 0 and int(table.max()) < 7

@@ -21,7 +21,7 @@ def one_thread():
 
 def _train(seeds, heads, widths, *, layout="shared", d=4, d_head=4, steps=24):
     torch.manual_seed(123)  # global RNG must not matter: every model draws from its own generators
-    table, sample = make_block(8, 128, seed=5)
+    table, sample = make_block(8, 128, 5)
     model = AoTStack(seeds, heads, n_tokens=8, d=d, d_head=d_head, layout=layout, mlp_widths=widths)
     shuffle = EpochShuffler(sample, 32, generators(seeds, offset=3))
     settings = TrainSettings(steps=steps, lr=0.01, optimizer="adam", schedule="linear", schedule_every=4,

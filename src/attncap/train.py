@@ -16,6 +16,8 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from attncap.seeding import torch_generator
+
 
 @dataclasses.dataclass
 class TrainSettings:
@@ -177,5 +179,6 @@ def final_loss(losses, window: int = 10) -> float:
 
 
 def generators(seeds: Iterable[int], offset: int = 0) -> list[torch.Generator]:
-    """One torch.Generator per model, for data that depends on that model's seed only."""
-    return [torch.Generator().manual_seed(int(seed) * 1_000_003 + offset) for seed in seeds]
+    """One torch.Generator per model, for data that depends on that model's seed (and the stream
+    `offset`) only."""
+    return [torch_generator(int(seed), offset) for seed in seeds]

@@ -104,6 +104,21 @@ def part_names(experiment: str, spec: dict) -> list[str]:
     return list(job_parts(experiment, spec))
 
 
+def expected_cells(section: dict) -> dict[str, list[dict]]:
+    """Run table (file stem, e.g. A1_p0) -> one cell per trained model of that part's stacks, as the
+    {column: value} its row must carry; attncap.claims.evaluate refuses verdicts from tables lacking one."""
+    out = {}
+    for experiment in EXPERIMENTS:
+        if experiment not in section:
+            continue
+        for part, part_stacks in job_parts(experiment, section[experiment]).items():
+            out[f"{experiment}_{part}"] = [
+                {"model": st.kind, "layout": st.layout, "d": st.d, "d_head": st.d_head, "heads": h,
+                 "mlp_width": w, "seed": seed}
+                for st in part_stacks for h, w, seed in zip(st.heads, st.widths, st.seeds)]
+    return out
+
+
 def check_config(section: dict) -> list[str]:
     """Shapes JSON Schema cannot express: per-head layout with d_h > d, batches larger than the sample."""
     problems = []
@@ -130,7 +145,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     if context.part not in parts and context.part != "all":
         raise ValueError(f"{experiment}: unknown part {context.part!r}; this config has {list(parts)}")
     todo = [s for name, part in parts.items() if context.part in (name, "all") for s in part]
-    table, sample = make_block(spec["N"], spec["n_sequences"], context.seed * 1000 + _BLOCK_SALT[experiment])
+    table, sample = make_block(spec["N"], spec["n_sequences"], context.seed, _BLOCK_SALT[experiment])
     frames = [train_stack(stack, spec, table, sample, context.device) for stack in todo]
     frame = pd.concat(frames, ignore_index=True)
     frame.insert(0, "part", context.part)

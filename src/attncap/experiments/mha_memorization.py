@@ -18,15 +18,14 @@ from attncap.claims import learning_status
 from attncap.experiments.context import RunContext
 from attncap.models.mha_memorization import BatchedMHAMemorizer, frozen_features
 from attncap.tasks import mha_memorization as tasks
+from attncap.seeding import seed_of
 from attncap.train import TrainSettings, final_loss, loss_curve, plateau_drop, train_batched
 
 TRAINED = ("M2", "M3", "M4", "M5", "M6")
 T_RULES = ("L-1", "L", "L+1", "2L")
 
 
-def _mix(*values: int) -> int:
-    """A deterministic 63-bit seed from integers (order matters)."""
-    return int(np.random.SeedSequence([int(v) for v in values]).generate_state(2, np.uint64)[0] >> np.uint64(1))
+_mix = seed_of  # a 63-bit seed from integer keys (order matters)
 
 
 # ---- config checks --------------------------------------------------------------------------

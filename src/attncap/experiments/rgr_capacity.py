@@ -16,6 +16,7 @@ import torch
 
 from attncap.models.rgr_capacity import (BalancedLogisticLoss, ScorerBank, constructed_weights, f1_per_model,
                                          head_scores)
+from attncap.seeding import numpy_rng
 from attncap.tasks import rgr_capacity as tasks
 from attncap.train import TrainSettings, train_batched
 
@@ -161,7 +162,7 @@ def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict,
     m = cell["m"]
     heads = [h for h, _, _ in requests]
     d_k = [dk // h for h, dk, _ in requests]
-    init_seeds = [seed * 7919 + 17 for _, _, seed in requests]
+    init_seeds = [seed for _, _, seed in requests]
     bank = ScorerBank(heads, d_k, init_seeds, cell["d_model"], init_scale=t["init_scale"]).to(device)
     x = torch.tensor(np.stack([datas[s]["x"] for _, _, s in requests]), dtype=torch.float32, device=device)
     adj = torch.tensor(np.stack([datas[s]["adj"] for _, _, s in requests]), device=device)
@@ -232,7 +233,7 @@ def construct_requests(cell: dict, requests: list[tuple[int, int, int]], datas: 
     results = []
     for h, dk, seed in requests:
         start = time.perf_counter()
-        rng = np.random.default_rng([seed, cell["m"], cell["d_model"], cell["k"], h, dk, 0xC0])
+        rng = numpy_rng(seed, cell["m"], cell["d_model"], cell["k"], h, dk, "construct")
         data = datas[seed]
         wq, wk = constructed_weights(data["x"], data["adj"], h, dk // h, rng)
         scores = head_scores(torch.tensor(data["x"]), torch.tensor(wq), torch.tensor(wk)).amax(0).numpy()

@@ -13,6 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attncap.seeding import torch_generator
+
 from .layers import BatchedLinear
 
 LAYOUTS = ("shared", "per_head")
@@ -72,7 +74,7 @@ class AoTStack(nn.Module):
 
         in_proj, out_proj, w1, b1, w2 = [], [], [], [], []
         for seed, h, w in zip(seeds, heads, widths):
-            g = torch.Generator().manual_seed(seed * 7919 + 26)
+            g = torch_generator(seed, 26)
             qkv = torch.zeros(h_max, 3 * d_head, inner)
             out = torch.zeros(h_max, inner, d_head)
             for j in range(h):

@@ -35,13 +35,13 @@ class BatchedMHAMemorizer(nn.Module):
         self.embedding = BatchedLinear(seeds, d_in, d, salt=1)
         # Heads are initialised one at a time (seeded by model and head), like the reference's loop.
         def head_stack(salt, d_out):
-            per_head = [_per_model([s * 7919 + salt + 101 * h for s in seeds], (d, d_out), _xavier) for h in range(heads)]
+            per_head = [_per_model([(s, salt, h) for s in seeds], (d, d_out), _xavier) for h in range(heads)]
             return nn.Parameter(torch.stack(per_head, 1))  # (M, H, d, d_out)
 
         self.w_query = head_stack(2, d_head)
         self.w_key = head_stack(3, d_head)
         self.w_value = head_stack(4, d_value)
-        self.w_out = nn.Parameter(_per_model([s * 7919 + 5 for s in seeds], (heads * d_value, d), _xavier))
+        self.w_out = nn.Parameter(_per_model([(s, 5) for s in seeds], (heads * d_value, d), _xavier))
         self.readout = BatchedLinear(seeds, d, out_dim, salt=6)
         self.register_buffer("positions", sinusoidal_encoding(n + 1, d) if positional else torch.zeros(n + 1, d))
 

@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attncap.seeding import torch_generator
+
 
 def head_scores(x: torch.Tensor, wq: torch.Tensor, wk: torch.Tensor) -> torch.Tensor:
     """Per-head scores S^(k)_ij = (W_Q^(k) x_i)·(W_K^(k) x_j).
@@ -83,7 +85,7 @@ class ScorerBank(nn.Module):
 
     @staticmethod
     def _init(seed: int, h: int, dk: int, d: int, std: float):
-        gen = torch.Generator().manual_seed(seed * 1_000_003 + h * 1009 + dk)
+        gen = torch_generator(seed, h, dk)
         return (torch.randn(h, dk, d, generator=gen) * std, torch.randn(h, dk, d, generator=gen) * std)
 
     def forward(self, x: torch.Tensor, temperature: float | None = None) -> torch.Tensor:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import torch
 
+from attncap.seeding import torch_generator
+
 
 def random_table(n_tokens: int, generator: torch.Generator) -> torch.Tensor:
     """f[t1, t2] uniform over [N], independently for each of the N² pairs; shape (N, N), int64."""
@@ -29,9 +31,10 @@ def all_pairs(table: torch.Tensor) -> torch.Tensor:
     return torch.cat([grid, table.reshape(-1, 1)], dim=1)
 
 
-def make_block(n_tokens: int, n_sequences: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The (table, sample) every config and model seed of one experiment block trains on."""
-    generator = torch.Generator().manual_seed(int(seed))
+def make_block(n_tokens: int, n_sequences: int, *keys) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (table, sample) every config and model seed of one experiment block trains on; `keys` name
+    the block's random stream (attncap.seeding)."""
+    generator = torch_generator(*keys)
     table = random_table(n_tokens, generator)
     return table, sample_sequences(table, n_sequences, generator)
 

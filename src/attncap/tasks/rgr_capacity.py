@@ -9,13 +9,14 @@ import math
 
 import numpy as np
 
+from attncap.seeding import numpy_rng
+
 GRAPHS = ("permutation", "out_degree")
 
 
 def task_rng(seed: int, m: int, d_model: int, graph: str, k: int, salt: int = 0) -> np.random.Generator:
     """The generator of one (cell, seed): different cells and seeds never share a stream."""
-    key = [int(seed), int(m), int(d_model), GRAPHS.index(graph), int(k), int(salt), 0x4C6]
-    return np.random.default_rng(np.random.SeedSequence(key))
+    return numpy_rng(seed, m, d_model, graph, k, salt, "task")
 
 
 def embeddings(m: int, d_model: int, rng: np.random.Generator) -> np.ndarray:
