@@ -12,16 +12,19 @@ import torch
 
 
 def _key(keys) -> list[int]:
+    """The entropy words for SeedSequence. Each key is preceded by its kind and length, because
+    SeedSequence alone treats trailing zeros as absent ((1, 2) and (1, 2, 0) would collide)."""
     out = []
     for key in keys:
         if isinstance(key, str):  # names are hashed by their bytes, so "R2" and "R3" differ
-            out.extend(key.encode())
+            data = key.encode()
+            out.extend([1, len(data), *data])
         else:
             value = int(key)
             if value < 0:
                 raise ValueError(f"seed keys must be non-negative integers, got {value}")
-            out.append(value)
-    return out
+            out.extend([0, value])
+    return [len(keys), *out]
 
 
 def seed_of(*keys) -> int:
