@@ -10,12 +10,16 @@ import math
 import torch
 from torch import nn
 
+from attncap.seeding import seed_of
 
-def _per_model(seeds, shape, init) -> torch.Tensor:
+
+def _per_model(keys, shape, init) -> torch.Tensor:
+    """One tensor per model, initialised by `init` under torch's global generator seeded from that
+    model's key (a tuple, see attncap.seeding), stacked on axis 0; the global state is restored."""
     out = []
     state = torch.random.get_rng_state()
-    for seed in seeds:
-        torch.manual_seed(int(seed))
+    for key in keys:
+        torch.manual_seed(seed_of(*(key if isinstance(key, tuple) else (key,))))
         tensor = torch.empty(shape)
         init(tensor)
         out.append(tensor)
@@ -33,11 +37,11 @@ class BatchedLinear(nn.Module):
 
     def __init__(self, seeds, d_in: int, d_out: int, bias: bool = True, salt: int = 0):
         super().__init__()
-        seeds = [int(s) * 7919 + salt for s in seeds]
+        seeds = [(int(s), salt) for s in seeds]
         self.weight = nn.Parameter(_per_model(seeds, (d_out, d_in), kaiming_uniform))
         bound = 1 / math.sqrt(d_in) if d_in > 0 else 0.0
         self.bias = (
-            nn.Parameter(_per_model([s + 1 for s in seeds], (d_out,), lambda t: nn.init.uniform_(t, -bound, bound)))
+            nn.Parameter(_per_model([(*s, "bias") for s in seeds], (d_out,), lambda t: nn.init.uniform_(t, -bound, bound)))
             if bias
             else None
         )
@@ -56,7 +60,7 @@ class BatchedEmbedding(nn.Module):
 
     def __init__(self, seeds, vocab: int, d: int, salt: int = 0, std: float = 1.0):
         super().__init__()
-        seeds = [int(s) * 7919 + salt for s in seeds]
+        seeds = [(int(s), salt) for s in seeds]
         self.weight = nn.Parameter(_per_model(seeds, (vocab, d), lambda t: nn.init.normal_(t, 0.0, std)))
 
     def forward(self, index: torch.Tensor) -> torch.Tensor:
