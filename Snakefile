@@ -8,7 +8,6 @@
 # `python -m attncap.config FILE`, before any job is scheduled; a bad config exits with the message only.
 import sys as _sys
 from attncap.config import ConfigError, run_config
-from attncap.runtime import clear_stale_locks, record_lock_owner
 
 try:
     _run_config = run_config(workflow.config_settings.configfiles, workflow.config_settings.config_args)
@@ -16,7 +15,14 @@ except ConfigError as _err:
     _sys.exit(f"attncap: {_err}")
 config.clear()
 config.update(_run_config)
-clear_stale_locks()  # a run killed with SIGKILL leaves its locks; the next run may resume
+# Nothing here writes or deletes files: parsing happens for -n, --lint, --report and (on a cluster) in
+# every job. A run killed with SIGKILL leaves Snakemake's locks; `snakemake --unlock` clears them.
+
+# The report opens on the landing page the verdict table's rule writes (tier, revision, verdict totals);
+# before it exists, on a static page saying so. Only existence is checked here (read-only).
+import os.path as _path
+
+report: "results/claims_landing.rst" if _path.exists("results/claims_landing.rst") else "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/retrieval_capacity.smk"
@@ -31,8 +37,6 @@ rule all:
     default_target: True
     input:
         "results/claims.md",
+        "results/claims_landing.rst",
         [path for claim in config["claims"] for path in FINAL_TARGETS[claim]],
 
-
-onstart:
-    record_lock_owner()

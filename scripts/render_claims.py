@@ -4,7 +4,7 @@ import json
 import sys
 from pathlib import Path
 
-from attncap.claims import render_markdown
+from attncap.claims import render_landing, render_markdown
 from attncap.runtime import atomic_path
 
 
@@ -12,10 +12,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("claims", nargs="+")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--landing", help="also write the report's landing page (reStructuredText) here")
     args = parser.parse_args(argv)
     documents = [json.loads(Path(p).read_text()) for p in args.claims]
     with atomic_path(args.out) as tmp:
         tmp.write_text(render_markdown(documents))
+    if args.landing:
+        with atomic_path(args.landing) as tmp:
+            tmp.write_text(render_landing(documents))
     return 0
 
 

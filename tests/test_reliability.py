@@ -61,6 +61,11 @@ def test_killed_run_resumes_without_redoing_finished_jobs(tmp_path):
                 if f"results/retrieval_capacity/runs/{p.name}" not in scheduled}
     assert finished, "no job had finished before the kill"
 
+    # the SIGKILLed run could not release Snakemake's directory locks: clear them the documented way
+    locked = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=600)
+    assert locked.returncode != 0 and "cannot be locked" in locked.stdout + locked.stderr
+    unlock = snakemake("--unlock", "--cores", "1", "--configfile", "config/smoke.yaml", *only_claim_1, cwd=workdir)
+    assert unlock.returncode == 0, unlock.stderr[-2000:]
     resumed = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=1800)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     for name, mtime in finished.items():

@@ -28,12 +28,26 @@ def atomic_path(path: str | os.PathLike):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; the output follows the umask like any file
     try:
         yield Path(tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it (Linux /proc), else by the set-and-restore idiom."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_csv(frame: pd.DataFrame, path) -> None:
@@ -141,43 +155,3 @@ class Stopwatch:
     def __exit__(self, *exc):
         self.seconds = time.perf_counter() - self.start
         return False
-
-
-LOCK_OWNER = Path(".snakemake") / "attncap-lock-owner.pid"
-
-
-def _is_running_snakemake(pid: int) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return False
-    return "snakemake" in cmdline
-
-
-def clear_stale_locks(workdir: str | os.PathLike = ".") -> bool:
-    """Remove Snakemake's directory locks when the run that took them is dead (killed with SIGKILL),
-    so the README command resumes an interrupted run; a live concurrent run keeps its locks.
-
-    Returns True when stale locks were removed.
-    """
-    locks = Path(workdir) / ".snakemake" / "locks"
-    if not locks.is_dir() or not any(locks.iterdir()):
-        return False
-    owner = Path(workdir) / LOCK_OWNER
-    try:
-        pid = int(owner.read_text().strip())
-    except (OSError, ValueError):
-        return False  # locks not taken by a run we recorded: leave them to Snakemake's own message
-    if pid != os.getpid() and _is_running_snakemake(pid):
-        return False
-    for lock in locks.iterdir():
-        lock.unlink(missing_ok=True)
-    print(f"attncap: removed stale Snakemake locks left by a killed run (pid {pid})", flush=True)
-    return True
-
-
-def record_lock_owner(workdir: str | os.PathLike = ".") -> None:
-    """Called from the Snakefile's `onstart`: remember which process holds the directory locks."""
-    owner = Path(workdir) / LOCK_OWNER
-    owner.parent.mkdir(parents=True, exist_ok=True)
-    owner.write_text(f"{os.getpid()}\n")

@@ -5,6 +5,40 @@ Kept in the package (not in a .smk file) so rule files hold only rules and the h
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
+
+JOB = "python -m attncap.jobrun --log {log:q}"
+"""Every job runs under attncap.jobrun: its stderr goes to the log, and a job ended by a signal (the OOM
+killer's SIGKILL) says so in the log and on stderr instead of leaving an empty log."""
+
+
+def shell_arg(value: str) -> str:
+    """A shell word: a Snakemake placeholder such as '{wildcards.part}' becomes '{wildcards.part:q}' (quoted
+    when the command is formatted), any literal is quoted now."""
+    match = re.fullmatch(r"\{([A-Za-z_][\w.]*)\}", value)
+    if match:
+        return "{" + match.group(1) + ":q}"
+    return shlex.quote(value).replace("{", "{{").replace("}", "}}")
+
+
+def report_if_built(path: str, **report_args):
+    """`path` flagged for the Snakemake report only when it exists (checked read-only when the Snakefile is
+    parsed), so `snakemake --report` works after any run (one claim, one target, the smoke tier) and
+    includes whatever that run built; the flag changes nothing about running jobs."""
+    if not os.path.exists(path):
+        return path
+    from snakemake.io import report
+
+    return report(path, **report_args)
+
+
+def alternation(values) -> str:
+    """A regex matching exactly the given strings (a wildcard constraint built from the config); one
+    that matches nothing when there are none."""
+    values = sorted({str(v) for v in values})
+    return "|".join(re.escape(v) for v in values) if values else "(?!)"
 
 
 class Rules:
@@ -19,24 +53,29 @@ class Rules:
         """The experiment's config section as JSON; a change to it reruns just that experiment."""
         return json.dumps(self.config[claim][experiment], sort_keys=True)
 
+    def claim_json(self, claim: str) -> str:
+        """The claim's whole config section as JSON: the analysis checks the run tables cover its grid."""
+        return json.dumps(self.config.get(claim, {}), sort_keys=True)
+
     def experiment_command(self, claim: str, experiment: str, part: str = "all") -> str:
         """Shell command of a job running `attncap.experiments.<claim>.run(experiment, ...)`."""
         return (
-            f"python scripts/run_experiment.py {claim} {experiment} --part {part} "
-            f"--spec {{params.spec:q}} --seed {self.config['seed']} --device {self.config['device']} "
-            f"--threads {{threads}} --tier {self.tier} --out {{output}} 2> {{log}}"
+            f"{JOB} -- python scripts/run_experiment.py {shell_arg(claim)} {shell_arg(experiment)} "
+            f"--part {shell_arg(part)} --spec {{params.spec:q}} --seed {shell_arg(str(self.config['seed']))} "
+            f"--device {shell_arg(self.config['device'])} --threads {{threads}} --tier {shell_arg(self.tier)} "
+            f"--out {{output:q}}"
         )
 
     def notebook_files(self, claim: str, figures, tables, captioned: bool = False) -> list:
         """A claim notebook's outputs: figures (captioned for the report when asked), tables, notebook, HTML."""
         figure_paths = [f"results/figures/{claim}_{name}.png" for name in figures]
+        html = f"results/notebooks/{claim}.html"
         if captioned:
-            from snakemake.io import report
-
-            figure_paths = [report(path, caption=f"../report/{claim}/{name}.rst", category=claim)
+            figure_paths = [report_if_built(path, caption=f"../report/{claim}/{name}.rst", category=claim)
                             for path, name in zip(figure_paths, figures)]
+            html = report_if_built(html, caption="../report/notebook.rst", category=claim)
         return (figure_paths + [f"results/tables/{claim}_{name}.csv" for name in tables]
-                + [f"results/notebooks/{claim}.ipynb", f"results/notebooks/{claim}.html"])
+                + [f"results/notebooks/{claim}.ipynb", html])
 
     def notebook_outputs(self, claim: str, figures, tables) -> list:
         return self.notebook_files(claim, figures, tables, captioned=True)
@@ -47,13 +86,16 @@ class Rules:
 
     def notebook_command(self, claim: str) -> str:
         return (
-            f"python scripts/run_notebook.py notebooks/{claim}.ipynb "
+            f"{JOB} --merge-stdout -- python scripts/run_notebook.py notebooks/{claim}.ipynb "
             f"--executed results/notebooks/{claim}.ipynb --html results/notebooks/{claim}.html "
-            f"-p results_dir results -p tier {self.tier} > {{log}} 2>&1"
+            f"-p results_dir results -p tier {shell_arg(self.tier)}"
         )
 
     def analyze_command(self, claim: str) -> str:
+        # results/claims.md is removed first: while this claim's verdicts are recomputed (or after they
+        # failed to be), the table over all verdicts must not go on showing the old ones
         return (
-            f"python scripts/evaluate_claim.py {claim} {{input}} --tier {self.tier} "
-            f"--json {{output.claims}} --summary {{output.summary}} 2> {{log}}"
+            f"rm -f results/claims.md results/claims_landing.rst && "
+            f"{JOB} -- python scripts/evaluate_claim.py {claim} {{input:q}} --spec {{params.spec:q}} "
+            f"--tier {shell_arg(self.tier)} --json {{output.claims:q}} --summary {{output.summary:q}}"
         )

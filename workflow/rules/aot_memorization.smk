@@ -7,14 +7,15 @@ AOT_FIGURES = ["accuracy_vs_heads", "accuracy_vs_dhead", "accuracy_vs_d", "slope
                "d2_bound"]
 AOT_TABLES = ["fitted_laws", "published_comparison", "accuracy_vs_heads", "aot_vs_mlp"]
 register_claim(AOT, AOT_FIGURES, AOT_TABLES)
+AOT_PARTS = {e: aot_part_names(e, config[AOT][e]) for e in AOT_EXPERIMENTS if e in config.get(AOT, {})}
 
 
 rule train_aot_memorization:
     output:
         "results/aot_memorization/runs/{experiment}_{part}.csv",
     wildcard_constraints:
-        experiment="A[12356]",
-        part=r"p\d+",
+        experiment=alternation(AOT_PARTS),
+        part=alternation(p for parts in AOT_PARTS.values() for p in parts),
     params:
         spec=lambda w: spec_json(AOT, w.experiment),
     threads: 1
@@ -39,6 +40,8 @@ rule analyze_aot_memorization:
     output:
         claims="results/claims/aot_memorization.json",
         summary="results/aot_memorization/summary.csv",
+    params:
+        spec=lambda w: claim_json(AOT),  # the analysis checks the run tables cover this grid
     conda:
         "../../envs/attncap.yaml"
     log:

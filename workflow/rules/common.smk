@@ -1,5 +1,5 @@
 # Short names for the shared rule helpers (attncap.workflow.Rules), bound to this run's config.
-from attncap.workflow import Rules
+from attncap.workflow import Rules, alternation, report_if_built
 
 RULES = Rules(config)
 TIER = RULES.tier
@@ -9,4 +9,5 @@ experiment_command = RULES.experiment_command
 notebook_outputs = RULES.notebook_outputs
 notebook_command = RULES.notebook_command
 analyze_command = RULES.analyze_command
+claim_json = RULES.claim_json
 register_claim = RULES.register_claim

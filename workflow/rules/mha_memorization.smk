@@ -8,13 +8,14 @@ MHA_FIGURES = ["rank_laws", "heads", "context_size", "head_size", "shared_vs_non
 MHA_TABLES = ["rank_laws", "memorization", "fits", "assumptions"]
 MHA_TRAINED = ["M2", "M3", "M4", "M5", "M6"]
 register_claim(MHA, MHA_FIGURES, MHA_TABLES)
+MHA_PARTS = {e: [f"p{i}" for i in range(config[MHA][e]["parts"])] for e in MHA_TRAINED if e in config.get(MHA, {})}
 
 
 rule experiment_mha_memorization:
     output:
         "results/mha_memorization/runs/{experiment}.csv",
     wildcard_constraints:
-        experiment="M[18]",
+        experiment=alternation(["M1", "M8"]),
     params:
         spec=lambda w: spec_json(MHA, w.experiment),
     threads: 1
@@ -35,8 +36,8 @@ rule train_mha_memorization:
     output:
         "results/mha_memorization/runs/{experiment}_{part}.csv",
     wildcard_constraints:
-        experiment="M[2-6]",
-        part=r"p\d+",
+        experiment=alternation(MHA_PARTS),
+        part=alternation(p for parts in MHA_PARTS.values() for p in parts),
     params:
         # the trained section plus the M7 saturation settings its jobs measure
         spec=lambda w: json.dumps({**config[MHA][w.experiment], "saturation": config[MHA]["M7"]}, sort_keys=True),
@@ -62,6 +63,8 @@ rule analyze_mha_memorization:
     output:
         claims="results/claims/mha_memorization.json",
         summary="results/mha_memorization/summary.csv",
+    params:
+        spec=lambda w: claim_json(MHA),  # the analysis checks the run tables cover this grid
     conda:
         "../../envs/attncap.yaml"
     log:

@@ -11,7 +11,7 @@ rule experiment_retrieval_capacity:
     output:
         "results/retrieval_capacity/runs/{experiment}.csv",
     wildcard_constraints:
-        experiment="E[1-4]",
+        experiment=alternation(RC_MC),
     params:
         spec=lambda w: spec_json(RC, w.experiment),
     threads: 1
@@ -31,6 +31,8 @@ rule experiment_retrieval_capacity:
 rule train_retrieval_capacity:
     output:
         "results/retrieval_capacity/runs/E5_{part}.csv",
+    wildcard_constraints:
+        part=alternation(RC_MQAR_PARTS),  # only the widths the config lists
     params:
         spec=lambda w: spec_json(RC, "E5"),
     threads: 1
@@ -55,6 +57,8 @@ rule analyze_retrieval_capacity:
     output:
         claims="results/claims/retrieval_capacity.json",
         summary="results/retrieval_capacity/summary.csv",
+    params:
+        spec=lambda w: claim_json(RC),  # the analysis checks the run tables cover this grid
     conda:
         "../../envs/attncap.yaml"
     log:

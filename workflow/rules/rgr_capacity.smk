@@ -10,6 +10,8 @@ register_claim(RGR, RGR_FIGURES, RGR_TABLES)
 
 # Run CSVs per experiment: R1 in interleaved D_K slices, a search per (m, d_model, graph) cell (cells an
 # earlier search experiment already covers with the same settings are not run twice).
+RGR_PARTS = {experiment: rgr_parts(experiment, config[RGR][experiment], config[RGR])
+             for experiment in (["R1"] + RGR_SEARCHES if RGR in config else [])}
 RGR_RUNS = {
     experiment: [f"results/rgr_capacity/runs/{experiment}_{part}.csv"
                  for part in rgr_parts(experiment, config[RGR][experiment], config[RGR])]
@@ -20,6 +22,8 @@ RGR_RUNS = {
 rule train_rgr_capacity:
     output:
         "results/rgr_capacity/runs/R1_{part}.csv",
+    wildcard_constraints:
+        part=alternation(RGR_PARTS.get("R1", [])),
     params:
         spec=lambda w: spec_json(RGR, "R1"),
     threads: 1
@@ -41,7 +45,8 @@ rule search_rgr_capacity:
     output:
         "results/rgr_capacity/runs/{experiment}_{part}.csv",
     wildcard_constraints:
-        experiment="R[2-5]",
+        experiment=alternation(e for e in RGR_SEARCHES if e in RGR_PARTS),
+        part=alternation(p for e in RGR_SEARCHES for p in RGR_PARTS.get(e, [])),
     params:
         spec=lambda w: spec_json(RGR, w.experiment),
     threads: 1
@@ -65,6 +70,8 @@ rule analyze_rgr_capacity:
     output:
         claims="results/claims/rgr_capacity.json",
         summary="results/rgr_capacity/summary.csv",
+    params:
+        spec=lambda w: claim_json(RGR),  # the analysis checks the run tables cover this grid
     conda:
         "../../envs/attncap.yaml"
     log:

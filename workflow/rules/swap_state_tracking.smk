@@ -3,15 +3,18 @@ SST = "swap_state_tracking"
 SST_FIGURES = ["accuracy_vs_n", "accuracy_vs_position", "kernel_ablation", "final_query"]
 SST_TABLES = ["largest_n_solved", "accuracy", "kernel_ablation"]
 SST_EXPERIMENTS = ["S1", "S2"]
+from attncap.experiments.swap_state_tracking import parts as sst_parts
+
 register_claim(SST, SST_FIGURES, SST_TABLES)
+SST_PARTS = {e: sst_parts(e, config[SST][e]) for e in SST_EXPERIMENTS if SST in config["claims"] and e in config[SST]}
 
 
 rule train_swap_state_tracking:
     output:
         "results/swap_state_tracking/runs/{experiment}_{part}.csv",
     wildcard_constraints:
-        experiment="S[12]",
-        part="n[0-9]+",
+        experiment=alternation(SST_PARTS),
+        part=alternation(p for parts in SST_PARTS.values() for p in parts),
     params:
         spec=lambda w: spec_json(SST, w.experiment),
     threads: 1
@@ -36,6 +39,8 @@ rule analyze_swap_state_tracking:
     output:
         claims="results/claims/swap_state_tracking.json",
         summary="results/swap_state_tracking/summary.csv",
+    params:
+        spec=lambda w: claim_json(SST),  # the analysis checks the run tables cover this grid
     conda:
         "../../envs/attncap.yaml"
     log:

@@ -247,6 +247,43 @@ def render_markdown(documents: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
+def verdict_totals(documents: Sequence[dict]) -> dict[str, int]:
+    return {v: sum(c["verdict"] == v for d in documents for c in d["checks"]) for v in VERDICTS}
+
+
+def render_landing(documents: Sequence[dict]) -> str:
+    """The Snakemake report's landing page (reStructuredText): what the pipeline is, the tier and
+    revision the verdicts were built from, and the verdict totals, overall and per claim."""
+    tiers = ", ".join(sorted({d["tier"] for d in documents})) or "none"
+    revisions = ", ".join(sorted({d.get("provenance", {}).get("git_revision", "unknown") for d in documents})) or "unknown"
+    totals = verdict_totals(documents)
+    title = "attncap: how much can an attention layer memorize?"
+    lines = [
+        title, "=" * len(title), "",
+        "attncap is a Snakemake + PyTorch pipeline that re-derives, by real computation, published claims about "
+        "the memorization capacity of attention (linear vs softmax retrieval, attention-only transformers, "
+        "multi-head memorization, relational graph recognition, swap-task state tracking). Every run table, "
+        "figure and verdict in this report was regenerated from the configuration; a claim that does not "
+        "reproduce at this scale is reported as such, with the measured numbers.", "",
+        f":Tier: {tiers}",
+        f":Revision: {revisions}",
+        f":Claims: {', '.join(d['claim'] for d in documents) or 'none'}",
+        ":Verdicts: " + ", ".join(f"{k}: {v}" for k, v in totals.items()),
+        "",
+        ".. list-table:: Verdicts per claim",
+        "   :header-rows: 1",
+        "",
+        "   * - claim",
+        *[f"     - {v}" for v in VERDICTS],
+    ]
+    for doc in documents:
+        lines.append(f"   * - {doc['claim']}")
+        lines += [f"     - {verdict_totals([doc])[v]}" for v in VERDICTS]
+    lines += ["", "The verdict of every check is in ``results/claims.md`` (category *verdicts*); each claim's "
+              "figures and its executed notebook are under the claim's own category.", ""]
+    return "\n".join(lines)
+
+
 def _cell(value) -> str:
     if isinstance(value, dict):
         text = "; ".join(f"{k}={_cell(v)}" for k, v in value.items())

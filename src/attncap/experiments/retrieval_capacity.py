@@ -32,6 +32,39 @@ def check_config(section: dict) -> list[str]:
     return problems
 
 
+def expected_cells(section: dict) -> dict[str, list[dict]]:
+    """Run table (file stem) -> the cells the config asks it to hold, as {column: value} dicts that some
+    row must match (`_rows`: how many rows, when more than one). attncap.claims.evaluate refuses to
+    compute verdicts from tables that lack any of them."""
+    out = {}
+    if "E1" in section:
+        e1 = section["E1"]
+        out["E1"] = [cell for d in e1["dims"] for cell in (
+            [{"kind": "grid", "d": d, "n": int(n)} for n in np.unique(np.round(np.geomspace(1, 4 * d, e1["n_points"])).astype(int))]
+            + [{"kind": "capacity", "d": d, "epsilon": eps} for eps in e1["epsilons"]])]
+    if "E2" in section:
+        e2 = section["E2"]
+        out["E2"] = [{"kernel": kernel, **({"scale": s} if kernel == "exp" else {}), "d": d, "n": 2**l}
+                     for d in e2["dims"] for l in e2["log2_n"]
+                     for kernel, s in [("linear", None)] + [("exp", s) for s in e2["scales"]]]
+    if "E3" in section:
+        e3 = section["E3"]
+        out["E3"] = ([{"kind": "capacity", "d": d, "beta_name": b, "epsilon": eps}
+                      for d in e3["dims"] for b in e3["betas"] for eps in e3["epsilons"]]
+                     + [{"kind": "validation", "d": d, "_rows": 3} for d in e3["dims"][:3]])
+    if "E4" in section:
+        out["E4"] = [{"log10_n": x} for x in section["E4"]["log10_n"]]
+    if "E5" in section:
+        # E5's grid is being redesigned (short-convolution flag, curricula, ...): every key the config
+        # crosses (here mixers x kv_pairs x seeds, one table per d_model) must appear as a column of the
+        # rows; when the grid gains a key, add it to this dict and to mqar_grid together.
+        e5 = section["E5"]
+        for d in e5["d_model"]:
+            out[f"E5_d{d}"] = [{"mixer": m, "kv_pairs": kv, "d_model": d, "seed": s}
+                               for m in e5["mixers"] for kv in e5["kv_pairs"] for s in e5["seeds"]]
+    return out
+
+
 def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     runners = {"E1": linear_explicit, "E2": snr_explicit, "E3": softmax_capacity, "E4": log2_law, "E5": mqar}
     return runners[experiment](spec, context)

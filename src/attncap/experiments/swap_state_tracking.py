@@ -51,6 +51,27 @@ def model_grid(experiment: str, spec: dict, n: int) -> list[dict]:
     return [{"mixer": m, "seed": int(s)} for m in mixers for s in seeds]
 
 
+def expected_cells(section: dict) -> dict[str, list[dict]]:
+    """Run table (file stem) -> the cells the config asks it to hold ({column: value} dicts some row
+    must match); attncap.claims.evaluate refuses verdicts from tables that lack any of them.
+
+    The swap grid is being redesigned (one-token swaps, curricula, ...): the cells are model_grid's
+    entries (every key it returns must be a column of the rows) x test lengths, one table per
+    (experiment, part); when the grid gains keys, model_grid and parts are the places to change.
+    """
+    out = {}
+    for experiment in sorted(k for k in section if k.startswith("S")):
+        spec = section[experiment]
+        if not isinstance(spec, dict) or "n_objects" not in spec:
+            continue
+        for part in parts(experiment, spec):
+            n = int(part.removeprefix("n"))
+            lengths = [{"test_multiplier": m} for m in spec.get("test_multipliers", [])] or [{}]
+            out[f"{experiment}_{part}"] = [{**g, "n_objects": n, **length}
+                                           for g in model_grid(experiment, spec, n) for length in lengths]
+    return out
+
+
 def _generator(base_seed: int, seed: int, n: int, stream: int) -> torch.Generator:
     """Data stream of one (seed, n); the same for every mixer so comparisons are paired."""
     return torch.Generator().manual_seed(((base_seed * 1_000 + seed) * 1_000 + n) * 10 + stream)
