@@ -38,10 +38,10 @@
 # %% tags=["parameters"]
 results_dir = "results"
 tier = "default"
+runs = ""  # the rule's run CSVs (JSON list); empty: every CSV under results/aot_memorization/runs
 
 # %%
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -52,30 +52,15 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 from attncap import plotting
 from attncap.claims import linear_fit
 from attncap.claims import aot_memorization as verdicts_module
-from attncap.claims.evaluate import load_tables
+from attncap.notebook import open_claim
 from attncap.tasks.aot_memorization import accuracy_bound
 
 CLAIM = "aot_memorization"
-runs = Path(results_dir) / CLAIM / "runs"
-tables = load_tables(sorted(runs.glob("*.csv")))
-figures_dir, tables_dir = Path(results_dir) / "figures", Path(results_dir) / "tables"
-plotting.setup()
-verdicts = json.loads((Path(results_dir) / "claims" / f"{CLAIM}.json").read_text())
+claim = open_claim(CLAIM, results_dir, runs)
+tables, verdicts, missing = claim.tables, claim.verdicts, claim.missing
+figures_dir, tables_dir = claim.figures_dir, claim.tables_dir
 means = {k: verdicts_module.seed_means(v) for k, v in tables.items()}
-
-
-def missing(experiment: str, name: str) -> bool:
-    """True (after saving a labelled placeholder figure) when an experiment's runs are absent."""
-    if experiment in tables:
-        return False
-    fig, ax = plotting.figure()
-    ax.text(0.5, 0.5, f"{experiment} was not run in this build", ha="center", va="center")
-    ax.set_axis_off()
-    plotting.save(fig, figures_dir, CLAIM, name)
-    return True
-
-
-pd.DataFrame(verdicts["checks"])[["id", "statement", "measured", "verdict", "reason"]]
+claim.checks()
 
 # %% [markdown]
 # ## A1 — accuracy grows linearly in the number of heads (Fig. 1a)

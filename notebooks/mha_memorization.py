@@ -23,9 +23,9 @@
 # %% tags=["parameters"]
 results_dir = "results"
 tier = "default"
+runs = ""  # the rule's run CSVs (JSON list); empty: every CSV under results/mha_memorization/runs
 
 # %%
-import json
 from pathlib import Path
 
 import numpy as np
@@ -35,19 +35,14 @@ import seaborn as sns
 from attncap import plotting
 from attncap.claims import linear_fit
 from attncap.claims.mha_memorization import memorization
+from attncap.notebook import open_claim
 
 from matplotlib.ticker import LogLocator, ScalarFormatter
 
 CLAIM = "mha_memorization"
 results = Path(results_dir)
-runs = results / CLAIM / "runs"
-figures, tables_dir = results / "figures", results / "tables"
-plotting.setup()
-
-
-def load(exp):
-    files = sorted(runs.glob(f"{exp}.csv")) + sorted(runs.glob(f"{exp}_*.csv"))
-    return pd.concat([pd.read_csv(f) for f in files], ignore_index=True) if files else pd.DataFrame()
+claim = open_claim(CLAIM, results_dir, runs)
+figures, tables_dir = claim.figures_dir, claim.tables_dir
 
 
 def log2_axis(ax, axis="x"):
@@ -70,9 +65,9 @@ def no_data(ax, what):
     ax.text(0.5, 0.5, f"no {what} runs in {results_dir}", ha="center", va="center", transform=ax.transAxes)
 
 
-tables = {e: load(e) for e in ["M1", "M2", "M3", "M4", "M5", "M6", "M8"]}
-verdicts = json.loads((results / "claims" / f"{CLAIM}.json").read_text())
-pd.DataFrame([{k: c.get(k, "") for k in ("id", "verdict", "measured", "reason")} for c in verdicts["checks"]])
+tables = {e: claim.tables.get(e, pd.DataFrame()) for e in ["M1", "M2", "M3", "M4", "M5", "M6", "M8"]}
+verdicts = claim.verdicts
+claim.checks()
 
 # %% [markdown]
 # ## M1: the rank laws are exact

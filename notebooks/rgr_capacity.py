@@ -14,9 +14,9 @@
 # %% tags=["parameters"]
 results_dir = "results"
 tier = "default"
+runs = ""  # the rule's run CSVs (JSON list); empty: every CSV under results/rgr_capacity/runs
 
 # %%
-import json
 from pathlib import Path
 
 import matplotlib
@@ -27,12 +27,12 @@ import seaborn as sns
 
 from attncap import plotting
 from attncap.claims import rgr_capacity as rules
-from attncap.claims.evaluate import load_tables
+from attncap.notebook import open_claim
 
 CLAIM = "rgr_capacity"
 results = Path(results_dir)
-figures, tables_dir = results / "figures", results / "tables"
-plotting.setup()
+claim = open_claim(CLAIM, results_dir, runs)
+figures, tables_dir = claim.figures_dir, claim.tables_dir
 
 
 def plain_log_ticks(ax, axes="xy"):
@@ -44,8 +44,7 @@ def plain_log_ticks(ax, axes="xy"):
         axis.set_minor_formatter(plt.FuncFormatter(lambda v, _: ""))
 
 
-tables = load_tables(sorted((results / CLAIM / "runs").glob("*.csv")))
-verdicts = json.loads((results / "claims" / f"{CLAIM}.json").read_text())
+tables, verdicts = claim.tables, claim.verdicts
 print(f"tier: {tier}; run tables: {sorted(tables)}; rows: { {k: len(v) for k, v in tables.items()} }")
 
 # %% [markdown]
@@ -90,8 +89,7 @@ print(f"tier: {tier}; run tables: {sorted(tables)}; rows: { {k: len(v) for k, v 
 # * **Law axis.** x = m'·ln m' / d_model (natural log; the base only moves the intercept of a log–log fit).
 
 # %%
-verdict_table = pd.DataFrame(verdicts["checks"])[["id", "statement", "measured", "expected", "verdict", "reason"]]
-verdict_table
+claim.checks()
 
 # %% [markdown]
 # ## 1. F1 against the key budget, one curve per head count (paper Fig. 1)
