@@ -5,41 +5,58 @@
 # exchanges of at most about 5 objects, while DeltaFormer tracks up to 128, because DeltaFormer reaches NC¹
 # while a fixed-depth Transformer stays in TC⁰. Tracking swaps of n objects is the word problem of the
 # symmetric group S_n, solvable (in TC⁰) for n ≤ 4 and NC¹-complete for n ≥ 5, so the expected boundary is
-# between n = 4 and n = 5, visible as a failure to generalize to longer sequences.
+# between n = 4 and n = 5, visible as a failure to generalize to longer sequences. The paper's published
+# numbers are the two limits, 5 and 128 objects; its task format, model sizes and training are not
+# available to us, so the protocol below is this project's.
 #
-# **Protocol (this project's; the paper's exact task format and sizes are not available):**
+# **Protocol:**
 #
-# * n boxes, object i starts in box i; each step is a uniformly random swap (a, b), a ≠ b, written as two
-#   tokens `a` and `n + b` (separate token ids for the first and second box, so models without positional
-#   information — DeltaNet — can tell them apart). After each swap the target, at the second token, is the
-#   object now in box a (n-way classification). Every training sequence also ends with a final query
-#   token `2n + c` whose target is the object in box c; that final-query variant is reported separately.
+# * n boxes, object i starts in box i; each step is a uniformly random swap (a, b), a ≠ b, written as **one
+#   token, id a·n + b** (the two-token form `a`, `n + b` is kept as the option `tokens_per_swap: 2`; a
+#   2-layer model spends its first layer pairing the two tokens and learns it more slowly). After each swap
+#   the target is the object now in box a (n-way classification). Every training sequence ends with a final
+#   query token (id n² + c, "which object is in box c?"), reported separately.
 # * Models: pre-LayerNorm blocks [mixer, 4× MLP], rotary embeddings on q and k for the softmax mixers
-#   (Transformer, DeltaFormer), no positional signal for DeltaNet. Mixers: the Transformer (causal softmax
-#   attention); DeltaFormer, U = (I + diag(β)P)⁻¹V with P the strictly causal row-softmax of k·k scores
-#   (κ1 = exp), read out by causal softmax attention (one triangular solve per head); DeltaNet with
-#   β ∈ (0, 2) (a swap is exactly the reflection I − 2kkᵀ). β is a per-token, per-head projection
-#   β_max·sigmoid(w·x + b); DeltaFormer uses β ∈ (0, 1) (with the exp kernel β ≥ 1 lets ‖u_t‖ grow
-#   geometrically; the largest ‖u_t‖ is logged).
-# * Training: AdamW, linear warm-up then cosine decay to 10 % of the peak rate, weight decay 0.1,
-#   per-model gradient clipping at 1.0, a fresh batch every step; the loss is the mean cross-entropy over
-#   all per-step targets and the final query. Models of one n share a model axis; models with the same
-#   seed see the same data and start from the same weights (paired comparisons).
-# * Evaluation: fresh sequences of 4·T_train swaps. The models are causal, so the per-step accuracy at
-#   swap t ≤ L is the same as on a sequence of L swaps: one long evaluation gives T_train, 2·T_train and
-#   4·T_train. **Accuracy at test length L** (`acc`, used by every verdict) is the mean per-step accuracy
-#   over the last quarter of the swaps, (3L/4, L] — i.e. entirely beyond the training length for 2T and 4T,
-#   so in-distribution early steps do not dilute a length-generalization failure. The final-query variant
-#   appends one query after the first L swaps of the same sequences.
-# * "Solved" means `acc` ≥ 0.95 at 4·T_train.
-#
-# **Choices where the spec left room** (default tier, sized for about an hour on 2 CPU cores): d_model 32,
-# 2 layers, 4 heads (d_head 8 ≥ every n trained, as DeltaNet's construction needs), batch 64, 2000 steps,
-# peak learning rate 1e-2 (a 400-step probe at n = 3, T_train = 8 learned faster at 1e-2 than at 3e-3 or
-# 1e-3), 200 warm-up steps, cosine decay to 1e-3, 8 × 64 evaluation sequences per test length. S2 (the κ1
-# ablation) is trained at n = 5, the first n past the S_4/S_5 boundary. The smoke tier only exercises the
-# code (n = 3, T_train = 8, 200 steps); its verdicts mean nothing. The paper tier (GPU) spans
-# n = 3…128 with d_model 256, 4 layers, 2 heads (d_head 128) and 20 000 steps of batch 256.
+#   (Transformer, DeltaFormer), no positional signal for DeltaNet. The Transformer is causal softmax
+#   attention; DeltaFormer computes U = (I + diag(β)P)⁻¹V with P the strictly causal row-softmax of k·k
+#   scores (κ1 = exp), read out by causal softmax attention (one triangular solve per head); DeltaNet has
+#   L2-normalised q, k. β is a per-token, per-head projection β_max·sigmoid(w·x + b) with **β ∈ (0, 2) for
+#   DeltaNet and DeltaFormer**: a swap is a reflection I − 2kkᵀ (eigenvalue −1), which the delta rule can
+#   apply only with β up to 2. β ∈ (0, 1) is an ablation row (`deltaformer_exp_01`). With β > 1 and a
+#   concentrated κ1 row, ‖u_t‖ can grow like β^t, so the largest ‖u_t‖ is logged and a non-finite loss is
+#   recorded as `diverged`.
+# * Recipe (default tier; issue 14): d_model 64, 2 layers, 4 heads (d_head 16 ≥ every n trained, as
+#   DeltaNet's construction needs), AdamW with lr 3·10⁻³, betas (0.9, 0.98), weight decay 0.01, 100
+#   warm-up steps then cosine decay to 10 % of the peak over the maximum number of steps, per-model gradient
+#   clipping at 1.0, batch 64, a fresh batch every step. These are the spec's settings and those of the
+#   independent implementation in issue 14; flash-linear-attention's DeltaNet layer uses the same
+#   ingredients (L2-normalised q/k, β = sigmoid, × 2 when negative eigenvalues are allowed) plus a short
+#   convolution, which we leave out here (the swap token carries everything a step needs).
+# * **Length curriculum** (every model): training starts on sequences of 8 swaps and doubles (8 → 16 → 32 =
+#   T_train) each time a held-out check (2 × 64 fresh sequences, every 50 steps) finds the mean per-step
+#   accuracy over the last quarter of the current length ≥ 0.95. **Early stopping per model**: at T_train a
+#   model stops once that check reaches ≥ 0.99; its parameters are held fixed while the others keep training,
+#   and its job ends when all its models have stopped (one job per n and model, so the time saved is real).
+#   Otherwise it trains the maximum number of steps.
+# * **Positive control (S3)**: the Transformer trained at T_train = 8, where no length curriculum is needed;
+#   it shows the recipe can train a Transformer on the task at all.
+# * Evaluation: fresh sequences of 4·T_train swaps. The models are causal, so the per-step accuracy at swap
+#   t ≤ L is the same as on a sequence of L swaps: one long evaluation gives T_train, 2·T_train and
+#   4·T_train. **Accuracy at test length L** (`acc`, used by every verdict) is the mean per-step accuracy over
+#   the last quarter of the swaps, (3L/4, L], i.e. entirely beyond the training length for 2T and 4T.
+# * **Learning certificate** per run (CSV columns): `final_train_loss` (mean of the last 10 losses),
+#   `loss_curve` (6 checkpoints), `train_accuracy` (= `acc` at T_train on held-out sequences), `status`
+#   (`learned` ≥ 0.9, `under-trained`, `diverged`), `steps_run` of `max_steps`, the curriculum reached
+#   (`curriculum`, length@step). Every trained verdict states its precondition (each compared model learned
+#   T_train); when it fails the verdict is inconclusive with the reason, since a model that never learned
+#   its training length cannot show anything about length generalization.
+# * S2: the ablations at n = 5 (the first n past the S_4/S_5 boundary): κ1 = linear (on normalised keys),
+#   and DeltaFormer with β ∈ (0, 1). They share seed and initial weights with S1's models at n = 5, seed 0;
+#   κ1 = exp is S1's DeltaFormer and κ1 = zero is exactly S1's Transformer (U = V; a unit test checks the
+#   identity), so the kernel ablation reads those two rows from S1 instead of training them twice.
+# * The smoke tier only exercises the code (n = 3, T_train = 8, ≤ 200 steps); its verdicts mean nothing
+#   and may be inconclusive through the certificate. The paper tier (GPU) spans n = 3…128 with d_model 256,
+#   4 layers, 2 heads (d_head 128), up to 20 000 steps of batch 256.
 
 # %% tags=["parameters"]
 results_dir = "results"
@@ -62,51 +79,82 @@ figures, tables_dir = results / "figures", results / "tables"
 plotting.setup()
 runs = sorted((results / CLAIM / "runs").glob("*.csv"))
 tables = load_tables(runs)
-s1, s2 = tables.get("S1", pd.DataFrame()), tables.get("S2", pd.DataFrame())
+s1, s2, s3 = (tables.get(e, pd.DataFrame()) for e in ("S1", "S2", "S3"))
 print(f"tier={tier}; run files: {[p.name for p in runs]}")
-print(f"S1: {len(s1)} rows, S2: {len(s2)} rows")
+print(f"S1: {len(s1)} rows, S2: {len(s2)} rows, S3: {len(s3)} rows")
 
 
 def length_label(frame):
     return frame["test_multiplier"].map(lambda m: "T_train" if m == 1 else f"{m}·T_train")
 
 
-def one_legend(axes):
+def one_legend(axes, title="model"):
     """Keep a single legend, outside the last panel, so no curve is hidden under it."""
     axes = list(np.atleast_1d(axes))
     for ax in axes[:-1]:
         if ax.get_legend():
             ax.get_legend().remove()
     handles, labels = axes[-1].get_legend_handles_labels()
-    axes[-1].legend(handles, labels, title="model", loc="upper left", bbox_to_anchor=(1.02, 1.0),
+    axes[-1].legend(handles, labels, title=title, loc="upper left", bbox_to_anchor=(1.02, 1.0),
                     fontsize="small", title_fontsize="small")
 
 
-for frame in (s1, s2):
+for frame in (s1, s2, s3):
     if len(frame):
         frame["test length"] = length_label(frame) + " = " + frame["T_test"].astype(str) + " swaps"
 
 # %% [markdown]
 # ## Settings of this tier
-# One row per experiment: what was trained, for how long, and how long it took (training time is per model).
+# One row per experiment: what was trained, for how long at most, and how long it took (per model).
 
 # %%
-keys = ["T_train", "d_model", "layers", "heads", "d_head", "mlp_ratio", "steps", "batch", "lr", "weight_decay",
-        "warmup_steps", "eval_batches"]
-settings = pd.concat([f.assign(experiment=e) for e, f in (("S1", s1), ("S2", s2)) if len(f)], ignore_index=True)
+keys = ["T_train", "tokens_per_swap", "d_model", "layers", "heads", "d_head", "mlp_ratio", "max_steps", "batch",
+        "lr", "adam_betas", "weight_decay", "warmup_steps", "curriculum_start", "promote_accuracy",
+        "stop_accuracy", "eval_batches"]
+frames = [f.assign(experiment=e) for e, f in (("S1", s1), ("S2", s2), ("S3", s3)) if len(f)]
+settings = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 if len(settings):
     summary = settings.groupby("experiment").agg(
-        **{k: (k, "first") for k in keys}, models=("mixer", lambda s: ", ".join(sorted(s.unique()))),
+        **{k: (k, "first") for k in keys if k in settings}, models=("mixer", lambda s: ", ".join(sorted(s.unique()))),
         n_objects=("n_objects", lambda s: ", ".join(map(str, sorted(s.unique())))),
         train_time_per_model_s=("train_time_s", "mean"))
     display(summary.T)
+
+# %% [markdown]
+# ## Learning certificate and early stopping
+# One row per trained model: whether it learned its training length (held-out accuracy over the last
+# quarter of T_train), its final loss, the loss at six checkpoints (a plateau is visible as repeated
+# values), the curriculum lengths it reached (length@step) and the steps it ran out of the maximum. A model
+# that stopped early has `stopped_early` true. The second table sums what early stopping saved.
+
+# %%
+if len(settings):
+    runs_only = settings[settings["test_multiplier"] == 1]
+    certificate = runs_only[["experiment", "model", "n_objects", "seed", "status", "train_accuracy",
+                             "final_train_loss", "steps_run", "max_steps", "stopped_early", "curriculum",
+                             "max_train_value_norm", "train_time_s", "loss_curve"]].sort_values(
+        ["experiment", "model", "n_objects", "seed"]).reset_index(drop=True)
+    plotting.save_table(certificate, tables_dir, CLAIM, "certificate")
+    with pd.option_context("display.max_colwidth", 80):
+        display(certificate.round(3))
+    saved = runs_only.groupby("experiment").agg(models=("steps_run", "size"), steps_run=("steps_run", "sum"),
+                                                max_steps=("max_steps", "sum"),
+                                                stopped_early=("stopped_early", "sum"),
+                                                train_time_s=("train_time_s", "sum"))
+    saved.loc["all"] = saved.sum()
+    saved["fraction_of_max"] = saved["steps_run"] / saved["max_steps"]
+    plotting.save_table(saved.reset_index(), tables_dir, CLAIM, "early_stopping")
+    display(saved.round(3))
+else:
+    certificate = pd.DataFrame()
 
 # %% [markdown]
 # ## Accuracy against the number of objects
 # Each panel is one test length. A model that learned the group operation stays near 1 at every length;
 # one that learned a length-bound shortcut falls toward chance (dotted, 1/n) at 2·T_train and 4·T_train.
 # The claim predicts the Transformer falls from n = 5 on while DeltaFormer does not. Lines are seed means;
-# where there are two seeds each seed is drawn as a point.
+# where there are two seeds each seed is drawn as a point. Hollow markers are runs that did not learn
+# T_train (their points at 2T and 4T cannot test the claim).
 
 # %%
 if len(s1):
@@ -118,6 +166,9 @@ if len(s1):
         sns.lineplot(data=part, x="n_objects", y="acc", hue="model", style="model", markers=True, dashes=False,
                      errorbar=None, ax=ax)
         sns.scatterplot(data=part, x="n_objects", y="acc", hue="model", ax=ax, legend=False, alpha=0.4, s=18)
+        bad = part[part["status"] != "learned"]
+        ax.scatter(bad["n_objects"], bad["acc"], s=90, facecolors="none", edgecolors="black", linewidths=0.8,
+                   label="did not learn T_train")
         ax.plot(ns, 1 / ns, ":", marker="_", markersize=16, color="grey", label="chance 1/n")
         if ns.max() >= 5:
             ax.axvspan(4.5, ns.max() + 0.5, color="tab:red", alpha=0.06, label="S_n not solvable (n ≥ 5)")
@@ -136,20 +187,51 @@ if len(s1):
                                aggfunc="mean").rename(columns=lambda m: f"acc@{m}T")
     fq = s1.pivot_table(index=["model", "n_objects"], columns="test_multiplier", values="acc_final_query",
                         aggfunc="mean").rename(columns=lambda m: f"final_query@{m}T")
-    norms = s1.groupby(["model", "n_objects"])[["max_train_value_norm", "final_train_loss"]].mean()
-    seeds = s1.groupby(["model", "n_objects"])["seed"].nunique().rename("seeds")
-    accuracy = pd.concat([acc_table, fq, norms, seeds], axis=1).reset_index()
+    first = s1[s1["test_multiplier"] == 1]
+    extra = first.groupby(["model", "n_objects"]).agg(
+        seeds=("seed", "nunique"), status=("status", lambda s: "/".join(sorted(set(s)))),
+        steps_run=("steps_run", lambda s: "/".join(map(str, s))), max_steps=("max_steps", "first"),
+        final_train_loss=("final_train_loss", "mean"), max_train_value_norm=("max_train_value_norm", "max"))
+    accuracy = pd.concat([acc_table, fq, extra], axis=1).reset_index()
     plotting.save_table(accuracy, tables_dir, CLAIM, "accuracy")
     display(accuracy.round(3))
 
 # %% [markdown]
-# ## Accuracy against the position in the sequence
-# Per-step accuracy at each swap index on sequences of 4·T_train swaps (seed mean), one panel per n. The
-# shaded band is the training length: what happens right of it is length generalization.
+# ## The learning front: accuracy against the position in the sequence
+# Per-step accuracy at every swap index on held-out sequences of 4·T_train swaps, one row per run
+# (model, n, seed), as a heat map: a model that learns position by position shows a front, accurate up to
+# some swap index and at chance after it. The black line marks T_train and the white ticks the curriculum
+# lengths each run reached. Below, the same curves per n (seed means).
 
 # %%
 if len(s1):
-    longest = s1[s1["test_multiplier"] == s1["test_multiplier"].max()]
+    longest = s1[s1["test_multiplier"] == s1["test_multiplier"].max()].sort_values(["model", "n_objects", "seed"])
+    t_train = int(longest["T_train"].iloc[0])
+    models = list(dict.fromkeys(longest["model"]))
+    fig, axes = plotting.figure(ncols=len(models), width=4.4, height=3.6, sharey=False)
+    for ax, model in zip(np.atleast_1d(axes), models):
+        rows = longest[longest["model"] == model]
+        matrix = np.array([np.array(r.split(), dtype=float) for r in rows["acc_by_position"]])
+        chance = (1 / rows["n_objects"].to_numpy())[:, None]
+        above = (matrix - chance) / (1 - chance)  # chance-corrected: 0 = chance, 1 = perfect
+        image = ax.imshow(above, aspect="auto", cmap="viridis", vmin=0, vmax=1, interpolation="nearest",
+                          extent=(0.5, matrix.shape[1] + 0.5, len(rows) - 0.5, -0.5))
+        ax.axvline(t_train + 0.5, color="black", lw=1.2)
+        for y, stages in enumerate(rows["curriculum"]):
+            for stage in str(stages).split():
+                ax.plot(int(stage.split("@")[0]) + 0.5, y, "|", color="white", ms=8, mew=1.5)
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels([f"n={n} s{s} ({st[:5]})" for n, s, st in zip(rows["n_objects"], rows["seed"], rows["status"])],
+                           fontsize="x-small")
+        ax.set_title(model, fontsize="small")
+        ax.set_xlabel("swap index t")
+    fig.colorbar(image, ax=np.atleast_1d(axes).tolist(), label="(acc − 1/n)/(1 − 1/n) at swap t", shrink=0.9)
+    fig.suptitle(f"Swap task: the learning front (held-out, 4·T_train = {4 * t_train} swaps; line: T_train)", y=1.04)
+    plotting.save(fig, figures, CLAIM, "learning_front")
+    plt.show()
+
+# %%
+if len(s1):
     curves = []
     for _, row in longest.iterrows():
         acc = np.array(row["acc_by_position"].split(), dtype=float)
@@ -159,7 +241,6 @@ if len(s1):
     ns = sorted(curves["n_objects"].unique())
     fig, axes = plotting.figure(ncols=min(4, len(ns)), nrows=int(np.ceil(len(ns) / 4)), width=4.4, sharey=True)
     axes = np.atleast_1d(axes).ravel()
-    t_train = int(longest["T_train"].iloc[0])
     for ax, n in zip(axes, ns):
         sns.lineplot(data=curves[curves["n_objects"] == n], x="swap index", y="accuracy", hue="model",
                      errorbar=None, ax=ax, linewidth=1.2)
@@ -175,38 +256,95 @@ if len(s1):
     plt.show()
 
 # %% [markdown]
-# ## Kernel ablation (S2)
-# DeltaFormer with κ1 = exp (softmax over earlier keys), κ1 = linear on L2-normalised keys, and κ1 = 0,
-# which is exactly the Transformer (U = V; a unit test checks the identity), trained at the same n with the
-# same data and initial weights.
+# ## Positive control (S3): the Transformer at T_train = 8
+# If the recipe can train a Transformer on the swap task at all, it does so here, where sequences are
+# short. Accuracy at T_train (the control) and beyond it (2T, 4T: length generalization from 8 swaps).
 
 # %%
-if len(s2):
-    fig, ax = plotting.figure(width=6.0)
-    s2["κ1"] = s2["kernel"].map({"exp": "exp (DeltaFormer)", "linear": "linear", "zero": "zero (= Transformer)"})
-    s2["length"] = length_label(s2) + "\n(" + s2["T_test"].astype(str) + " swaps)"
-    sns.barplot(data=s2, x="length", y="acc", hue="κ1", ax=ax, errorbar=None)
-    n_values = sorted(s2["n_objects"].unique())
-    ax.axhline(1 / min(n_values), ls=":", color="grey", label=f"chance 1/n (n = {min(n_values)})")
+if len(s3):
+    fig, ax = plotting.figure(width=5.6)
+    sns.lineplot(data=s3, x="n_objects", y="acc", hue="test length", style="test length", markers=True,
+                 dashes=False, errorbar=None, ax=ax)
+    ns3 = np.array(sorted(s3["n_objects"].unique()))
+    ax.plot(ns3, 1 / ns3, ":", color="grey", label="chance 1/n")
+    ax.axhline(0.9, ls="--", color="tab:red", lw=0.8, label="control threshold 0.9")
     ax.set_ylim(0, 1.05)
-    plotting.label(ax, f"DeltaFormer κ1 ablation, n = {', '.join(map(str, n_values))}", "test length",
-                   "per-step accuracy (last quarter of swaps)", legend_title="κ1")
-    ax.legend(title="κ1", loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", title_fontsize="small")
-    plotting.save(fig, figures, CLAIM, "kernel_ablation")
+    ax.set_xticks(ns3)
+    plotting.label(ax, f"Transformer positive control, T_train = {int(s3['T_train'].iloc[0])}", "number of objects n",
+                   "per-step accuracy (last quarter of swaps)", legend_title="test length")
+    ax.legend(title="test length", loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", title_fontsize="small")
+    plotting.save(fig, figures, CLAIM, "control")
     plt.show()
-    ablation = s2.pivot_table(index=["kernel", "n_objects"], columns="test_multiplier", values="acc",
-                              aggfunc="mean").rename(columns=lambda m: f"acc@{m}T").reset_index()
-    ablation = ablation.merge(s2.groupby(["kernel", "n_objects"])[["max_train_value_norm", "final_train_loss"]]
-                              .mean().reset_index())
+    display(s3.pivot_table(index="n_objects", columns="test_multiplier", values="acc").rename(
+        columns=lambda m: f"acc@{m}T").join(s3[s3["test_multiplier"] == 1].set_index("n_objects")[
+            ["status", "steps_run", "max_steps"]]).round(3))
+
+# %% [markdown]
+# ## Kernel ablation and β ablation (n = 5, seed 0)
+# κ1 ∈ {exp (DeltaFormer, from S1), linear on L2-normalised keys (S2), zero (= the Transformer, S1's row)},
+# all with β ∈ (0, 2); and DeltaFormer (κ1 = exp) with β ∈ (0, 2) against β ∈ (0, 1) (S2), with DeltaNet
+# β ∈ (0, 2) from S1 for reference. Same initial weights and data stream within each comparison. Hatched
+# bars are runs that did not learn T_train.
+
+# %%
+ABLATION_N = int(s2["n_objects"].min()) if len(s2) else None
+KERNEL_ROWS = {"deltaformer_exp": "exp (DeltaFormer)", "deltaformer_linear": "linear", "softmax": "zero (= Transformer)"}
+BETA_ROWS = {"deltaformer_exp": "DeltaFormer β∈(0,2)", "deltaformer_exp_01": "DeltaFormer β∈(0,1)",
+             "deltanet_02": "DeltaNet β∈(0,2) (reference)"}
+
+
+def ablation_rows(mapping):
+    both = pd.concat([s1, s2], ignore_index=True) if len(s2) else s1
+    rows = both[(both["n_objects"] == ABLATION_N) & (both["seed"] == 0) & both["mixer"].isin(list(mapping))].copy()
+    rows["variant"] = rows["mixer"].map(mapping)
+    rows["length"] = length_label(rows) + "\n(" + rows["T_test"].astype(str) + " swaps)"
+    return rows
+
+
+def ablation_plot(rows, order, title, name):
+    fig, ax = plotting.figure(width=6.4)
+    sns.barplot(data=rows, x="length", y="acc", hue="variant", hue_order=order, ax=ax, errorbar=None)
+    for container, variant in zip(ax.containers, order):
+        learned = rows[(rows["variant"] == variant) & (rows["test_multiplier"] == 1)]["status"]
+        if len(learned) and (learned != "learned").any():
+            for bar in container:
+                bar.set_hatch("//")
+    ax.axhline(1 / ABLATION_N, ls=":", color="grey", label=f"chance 1/n (n = {ABLATION_N})")
+    ax.set_ylim(0, 1.05)
+    plotting.label(ax, title, "test length", "per-step accuracy (last quarter of swaps)", legend_title="variant")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", title_fontsize="small")
+    plotting.save(fig, figures, CLAIM, name)
+    plt.show()
+
+
+def ablation_table(rows):
+    table = rows.pivot_table(index="variant", columns="test_multiplier", values="acc").rename(columns=lambda m: f"acc@{m}T")
+    first = rows[rows["test_multiplier"] == 1].set_index("variant")
+    return table.join(first[["mixer", "beta_max", "status", "steps_run", "max_steps", "final_train_loss",
+                             "max_train_value_norm", "curriculum"]]).reset_index()
+
+
+if ABLATION_N is not None and len(s1):
+    kernel_rows = ablation_rows(KERNEL_ROWS)
+    ablation_plot(kernel_rows, [v for v in KERNEL_ROWS.values() if v in set(kernel_rows["variant"])],
+                  f"DeltaFormer κ1 ablation, n = {ABLATION_N}", "kernel_ablation")
+    kernel_table = ablation_table(kernel_rows)
+    beta_rows = ablation_rows(BETA_ROWS)
+    ablation_plot(beta_rows, [v for v in BETA_ROWS.values() if v in set(beta_rows["variant"])],
+                  f"β range ablation, n = {ABLATION_N}", "beta_ablation")
+    beta_table = ablation_table(beta_rows)
 else:
-    ablation = pd.DataFrame(columns=["kernel", "n_objects"])
-plotting.save_table(ablation, tables_dir, CLAIM, "kernel_ablation")
-display(ablation.round(3))
+    kernel_table = beta_table = pd.DataFrame(columns=["variant"])
+plotting.save_table(kernel_table, tables_dir, CLAIM, "kernel_ablation")
+plotting.save_table(beta_table, tables_dir, CLAIM, "beta_ablation")
+display(kernel_table.round(3))
+display(beta_table.round(3))
 
 # %% [markdown]
 # ## Final-query variant
-# One query after the last swap ("which object is in box c?"); trained only at T_train, asked at each
-# test length. Reported separately from the per-step accuracy, as the spec asks.
+# One query after the last swap ("which object is in box c?"); trained at the end of each training
+# sequence (at the curriculum's current length), asked after T_train, 2·T_train and 4·T_train swaps.
+# Reported separately from the per-step accuracy, as the spec asks.
 
 # %%
 if len(s1):
@@ -228,34 +366,29 @@ if len(s1):
     plt.show()
 
 # %% [markdown]
-# ## Largest n solved
+# ## Largest n solved, beside the paper's numbers
 # Largest trained n with seed-mean accuracy ≥ 0.95 (and every smaller trained n solved too) at each test
-# length — the spec's criterion is the 4·T_train column — beside the paper's numbers (Transformer ≈ 5, DeltaFormer 128). "none" means not even the smallest
-# trained n was solved; the paper's values come from far larger models and longer training.
+# length — the spec's criterion is the 4·T_train column — beside the paper's published limits (Transformer
+# ≈ 5, DeltaFormer 128). "none" means not even the smallest trained n was solved. Our range stops at
+# n = 8, so the paper's 128 can only be checked as "every trained n"; the paper's values come from far
+# larger models and longer training. `all_learned` says whether every run of that model learned T_train:
+# where it did not, "not solved" means "not learned", not "cannot generalize".
 
 # %%
+from attncap.claims.swap_state_tracking import largest_solved
+
 PAPER_N = {"Transformer": "≈5", "DeltaFormer (κ1=exp)": "128"}
-
-
-def largest_solved(part):
-    """Largest n with accuracy ≥ 0.95 such that every smaller trained n is solved too (None if none)."""
-    solved = None
-    for n, acc in zip(part["n_objects"], part["acc"]):
-        if acc < 0.95:
-            break
-        solved = int(n)
-    return solved
-
-
 rows = []
 if len(s1):
     means = s1.groupby(["model", "test_multiplier", "n_objects"])["acc"].mean().reset_index()
     for model, part in means.groupby("model"):
         row = {"model": model}
         for mult in sorted(part["test_multiplier"].unique()):
-            solved = largest_solved(part[part["test_multiplier"] == mult].sort_values("n_objects"))
+            solved = largest_solved(part[part["test_multiplier"] == mult].set_index("n_objects")["acc"])
             row[f"largest_n_solved@{mult}T"] = "none" if solved is None else solved
-        row.update(largest_n_trained=int(part["n_objects"].max()), paper=PAPER_N.get(model, "—"), tier=tier)
+        statuses = s1[(s1["model"] == model) & (s1["test_multiplier"] == 1)]["status"]
+        row.update(largest_n_trained=int(part["n_objects"].max()), all_learned=bool((statuses == "learned").all()),
+                   paper=PAPER_N.get(model, "—"), tier=tier)
         rows.append(row)
 largest = pd.DataFrame(rows)
 plotting.save_table(largest, tables_dir, CLAIM, "largest_n_solved")
@@ -264,10 +397,19 @@ display(largest)
 # %% [markdown]
 # ## Verdicts
 # Computed by `attncap.claims.swap_state_tracking` from the same run tables (written to
-# `results/claims/swap_state_tracking.json`).
+# `results/claims/swap_state_tracking.json`). Each trained check states its precondition; `reason` says
+# why a check is inconclusive.
+#
+# What each check tests: **main** is the paper's statement at our scale (DeltaFormer beats the Transformer
+# past the boundary, beyond the training length); **boundary** is a stricter reading (a sharp break
+# exactly between n = 4 and n = 5, which the TC⁰/NC¹ argument suggests but the paper does not measure at
+# this size); **published** compares the largest n solved with the paper's 5 and 128 within our range of n;
+# **construction** and **sanity** test this project's set-up (DeltaNet's reflection construction; that
+# every model learns n = 3), not the paper; **control** tests the recipe.
 
 # %%
 import json
 
 verdicts = json.loads((results / "claims" / f"{CLAIM}.json").read_text())
-display(pd.DataFrame(verdicts["checks"])[["id", "statement", "measured", "expected", "verdict"]])
+with pd.option_context("display.max_colwidth", 200):
+    display(pd.DataFrame(verdicts["checks"])[["id", "statement", "measured", "expected", "verdict", "reason"]])

@@ -18,7 +18,9 @@ from attncap.experiments import swap_state_tracking as experiment
 from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM
 from attncap.models.mixers import deltanet
-from attncap.tasks.swap_state_tracking import IGNORE, contents_after, encode, sample, sample_swaps
+from attncap.claims import DIVERGED, LEARNED, UNDER_TRAINED
+from attncap.tasks.swap_state_tracking import (IGNORE, contents_after, encode, query_offset, sample, sample_swaps,
+                                               vocab_size)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,7 +58,14 @@ def test_encoding_layout_and_targets():
     n = 5
     a = torch.tensor([[0, 3, 1]])
     b = torch.tensor([[2, 0, 4]])
-    batch = encode(a, b, n, query=torch.tensor([3]))
+    # default: one token per swap, id a·n + b, target at that token; query token n² + c
+    one = encode(a, b, n, query=torch.tensor([3]))
+    assert one.tokens.tolist() == [[2, 15, 9, 28]]
+    assert one.targets.tolist() == [[2, 2, 4, 2]]
+    assert vocab_size(n) == 30 and query_offset(n) == 25
+    # the two-token form: a, then n + b, target at the second token; query token 2n + c
+    batch = encode(a, b, n, query=torch.tensor([3]), tokens_per_swap=2)
+    assert vocab_size(n, 2) == 15
     assert batch.tokens.tolist() == [[0, 7, 3, 5, 1, 9, 13]]
     # after (0,2): box0=2; after (3,0): box3=2; after (1,4): box1=4; query box 3 → object 2
     assert batch.targets.tolist() == [[IGNORE, 2, IGNORE, 2, IGNORE, 4, 2]]
@@ -103,17 +112,26 @@ def test_batched_lm_matches_models_run_alone():
 
 
 SMALL = dict(n_objects=[3], models=["softmax", "deltanet_02"], seeds=[0], boundary_n=[], boundary_seeds=[0, 1],
-             T_train=4, d_model=8, layers=1, heads=2, mlp_ratio=1, steps=3, batch=4, lr=0.003, weight_decay=0.1,
-             warmup_steps=1, final_lr_fraction=0.1, clip=1.0, eval_batches=1, test_multipliers=[1, 2, 4])
+             T_train=4, tokens_per_swap=1, d_model=8, layers=1, heads=2, mlp_ratio=1, steps=3, batch=4, lr=0.003,
+             adam_betas=[0.9, 0.98], weight_decay=0.1, warmup_steps=1, final_lr_fraction=0.1, clip=1.0,
+             eval_batches=1, test_multipliers=[1, 2, 4], curriculum_start=2, check_every=1, check_batches=1,
+             promote_accuracy=0.95, stop_accuracy=0.99)
 
 
 def test_experiment_rows_and_determinism():
-    def once():
-        ctx = RunContext.create(claim="swap_state_tracking", experiment="S1", part="n3", tier="test")
+    def once(part="n3"):
+        ctx = RunContext.create(claim="swap_state_tracking", experiment="S1", part=part, tier="test")
         return experiment.run("S1", SMALL, ctx)
 
     first, second = once(), once()
     assert len(first) == 2 * 3
+    assert set(first["status"]) <= {LEARNED, UNDER_TRAINED}
+    assert (first["steps_run"] <= SMALL["steps"]).all() and first["loss_curve"].str.len().gt(0).all()
+    # one job per (n, mixer) gives the same rows as the whole n in one job (models train as if alone)
+    alone = once("n3-deltanet_02")
+    pd.testing.assert_frame_equal(alone[cols := ["acc", "final_train_loss", "steps_run"]].reset_index(drop=True),
+                                  first[first["mixer"] == "deltanet_02"][cols].reset_index(drop=True),
+                                  check_exact=False, rtol=1e-4, atol=1e-6)
     assert set(first["T_test"]) == {4, 8, 16}
     assert first["acc"].between(0, 1).all() and first["acc_final_query"].between(0, 1).all()
     assert first.loc[first["T_test"] == 16, "acc_by_position"].str.split().map(len).eq(16).all()
@@ -125,41 +143,146 @@ def test_boundary_seeds_apply_only_at_boundary_n():
     spec = dict(SMALL, n_objects=[3, 4], boundary_n=[4])
     assert len(experiment.model_grid("S1", spec, 3)) == 2
     assert len(experiment.model_grid("S1", spec, 4)) == 4
-    assert [g["mixer"] for g in experiment.model_grid("S2", dict(spec, kernels=["exp", "zero"]), 3)] == [
-        "deltaformer_exp", "deltaformer_zero"]
+    assert len(experiment.model_grid("S1", spec, 4, "softmax")) == 2
+    assert experiment.parts("S1", spec) == ["n3-softmax", "n3-deltanet_02", "n4-softmax", "n4-deltanet_02"]
+    assert experiment.parse_part("n4-deltanet_02") == (4, "deltanet_02")
+
+
+def test_curriculum_doubles_up_to_t_train():
+    assert experiment.curriculum(dict(T_train=32, curriculum_start=8)) == [8, 16, 32]
+    assert experiment.curriculum(dict(T_train=24, curriculum_start=8)) == [8, 16, 24]
+    assert experiment.curriculum(dict(T_train=8, curriculum_start=8)) == [8]
+    assert experiment.curriculum(dict(T_train=8)) == [8]
+
+
+def test_deltaformer_beta_range_and_ablation_rows():
+    from attncap.models.mixers import BETA_MAX, MIXERS, SOFTMAX_MIXERS
+
+    assert BETA_MAX["deltaformer_exp"] == 2.0 and BETA_MAX["deltanet_02"] == 2.0
+    assert BETA_MAX["deltaformer_exp_01"] == 1.0 and BETA_MAX["deltaformer_linear_01"] == 1.0
+    assert {"deltaformer_exp_01", "deltaformer_linear_01"} <= set(MIXERS) & SOFTMAX_MIXERS
+    # the ablation mixer computes the same function; only the β range (set by the block) differs
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 6, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    beta = torch.rand(2, 6, generator=g, dtype=torch.float64)
+    torch.testing.assert_close(MIXERS["deltaformer_exp"](q, k, v, beta), MIXERS["deltaformer_exp_01"](q, k, v, beta))
+
+
+def test_early_stopping_holds_learned_models_and_records_steps():
+    """A model that passes its held-out check stops updating and its job ends early; n = 2 objects and
+    T_train = 2 swaps are learned within a few dozen steps."""
+    spec = dict(SMALL, n_objects=[2], T_train=2, curriculum_start=2, steps=400, lr=0.01, warmup_steps=5,
+                batch=64, eval_batches=2, check_every=20, stop_accuracy=0.99, models=["deltanet_02"])
+    ctx = RunContext.create(claim="swap_state_tracking", experiment="S1", part="n2-deltanet_02", tier="test")
+    rows = experiment.run("S1", spec, ctx)
+    assert rows["stopped_early"].all() and (rows["steps_run"] < 400).all()
+    assert (rows["status"] == LEARNED).all()
 
 
 # ---- verdicts -------------------------------------------------------------------------------------
 
-def grid(acc):
-    """Synthetic S1 table from {(mixer, n, multiplier): acc}."""
-    rows = [{"mixer": m, "n_objects": n, "test_multiplier": k, "acc": a, "d_head": 8}
+def grid(acc, loss=0.01, certificate=True):
+    """Synthetic S1 table from {(mixer, n, multiplier): acc}; with `certificate` the rows carry the learning
+    certificate (train_accuracy = the run's accuracy at T_train, final_train_loss = `loss`)."""
+    rows = [{"mixer": m, "n_objects": n, "test_multiplier": k, "acc": a, "d_head": 8, "seed": 0, "T_train": 32}
             for (m, n, k), a in acc.items()]
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    if certificate:
+        at_train = frame[frame["test_multiplier"] == 1].set_index(["mixer", "n_objects"])["acc"]
+        frame["train_accuracy"] = [at_train[(m, n)] for m, n in zip(frame["mixer"], frame["n_objects"])]
+        frame["final_train_loss"] = loss
+    return frame
 
 
 MIXERS = ["softmax", "deltaformer_exp", "deltanet_02"]
+CELLS = list(itertools.product(MIXERS, (3, 4, 5, 8), (1, 2, 4)))
+
+
+def control_table(acc=1.0, loss=0.01):
+    frame = grid({("softmax", n, k): acc for n in (3, 5) for k in (1, 2, 4)}, loss=loss)
+    return frame.assign(T_train=8)
 
 
 def paper_like():
-    """What the paper predicts: Transformer fine at n ≤ 4 only, DeltaFormer and DeltaNet(0,2) everywhere."""
-    acc = {}
-    for m, n, k in itertools.product(MIXERS, (3, 4, 5, 8), (1, 2, 4)):
-        acc[(m, n, k)] = 1.0 if (m != "softmax" or n <= 4 or k == 1) else 1.0 / n
-    return grid(acc)
+    """What the paper predicts: Transformer fine at n ≤ 4 only, DeltaFormer and DeltaNet(0,2) everywhere;
+    every model learned T_train."""
+    return grid({(m, n, k): 1.0 if (m != "softmax" or n <= 4 or k == 1) else 1.0 / n for m, n, k in CELLS})
 
 
-def failing():
-    """Nothing learns: chance everywhere."""
-    return grid({(m, n, k): 1.0 / n for m, n, k in itertools.product(MIXERS, (3, 4, 5, 8), (1, 2, 4))})
+def learned_but_failing():
+    """Every model learned T_train, none generalizes: chance at 2T and 4T."""
+    return grid({(m, n, k): 1.0 if k == 1 else 1.0 / n for m, n, k in CELLS})
 
 
-@pytest.mark.parametrize("check", [claim.sanity, claim.construction, claim.main_claim, claim.boundary])
-def test_verdicts_pass_fail_and_inconclusive(check):
+def under_trained():
+    """Nothing learns: chance everywhere, T_train included."""
+    return grid({(m, n, k): 1.0 / n for m, n, k in CELLS})
+
+
+def diverged():
+    """Every run's loss is non-finite; a diverged run has no accuracy (NaN, never 0)."""
+    return grid({(m, n, k): math.nan for m, n, k in CELLS}, loss=math.nan)
+
+
+TRAINED = [claim.construction, claim.main_claim, claim.boundary, claim.published]
+
+
+@pytest.mark.parametrize("check", TRAINED + [claim.sanity])
+def test_verdicts_pass_and_inconclusive(check):
     assert check(paper_like()).verdict == REPRODUCED
-    assert check(failing()).verdict == NOT_REPRODUCED
     assert check(None).verdict == INCONCLUSIVE
-    assert check(pd.DataFrame(columns=["mixer", "n_objects", "test_multiplier", "acc", "d_head"])).verdict == INCONCLUSIVE
+    empty = pd.DataFrame(columns=["mixer", "n_objects", "test_multiplier", "acc", "d_head"])
+    assert check(empty).verdict == INCONCLUSIVE
+
+
+@pytest.mark.parametrize("check", TRAINED)
+def test_learned_runs_fail_on_the_claim_itself(check):
+    result = check(learned_but_failing())
+    assert result.verdict == NOT_REPRODUCED and not result.reason
+    assert result.precondition and result.measured
+
+
+@pytest.mark.parametrize("check", TRAINED)
+def test_under_trained_and_diverged_runs_are_inconclusive(check):
+    for frame, word in ((under_trained(), "under-trained"), (diverged(), "diverged")):
+        result = check(frame)
+        assert result.verdict == INCONCLUSIVE, (check.__name__, word)
+        assert word in result.reason
+        assert result.measured  # the numbers stay
+
+
+def test_under_trained_reason_names_the_model_and_its_accuracy():
+    frame = paper_like()
+    frame.loc[(frame["mixer"] == "deltaformer_exp") & (frame["n_objects"] == 5), ["acc", "train_accuracy"]] = 0.34
+    result = claim.main_claim(frame)
+    assert result.verdict == INCONCLUSIVE
+    assert "mixer=deltaformer_exp n_objects=5 reached 0.34" in result.reason
+
+
+def test_one_diverged_seed_makes_the_cell_inconclusive():
+    frame = paper_like()
+    extra = frame[(frame["mixer"] == "softmax") & (frame["n_objects"] == 5)].assign(
+        seed=1, acc=math.nan, train_accuracy=math.nan, final_train_loss=math.nan)
+    result = claim.main_claim(pd.concat([frame, extra], ignore_index=True))
+    assert result.verdict == INCONCLUSIVE and "diverged: mixer=softmax n_objects=5" in result.reason
+
+
+def test_sanity_and_control_gates():
+    # the control learned, a model at n = 3 did not: sanity fails on its own terms
+    frame = paper_like()
+    frame.loc[(frame["mixer"] == "softmax") & (frame["n_objects"] == 3) & (frame["test_multiplier"] == 1),
+              ["acc", "train_accuracy"]] = 0.6
+    assert claim.sanity(frame, control_table()).verdict == PARTIALLY  # 2 of 3 models pass
+    # the positive control failed: the recipe cannot train, sanity says nothing
+    result = claim.sanity(paper_like(), control_table(acc=0.3))
+    assert result.verdict == INCONCLUSIVE and "positive control" in result.reason
+    assert claim.sanity(diverged(), control_table()).verdict == INCONCLUSIVE
+    # the control itself: learned → reproduced, at chance → not reproduced (it measures learning),
+    # diverged → inconclusive
+    assert claim.control(control_table()).verdict == REPRODUCED
+    assert claim.control(control_table(acc=0.3)).verdict == NOT_REPRODUCED
+    assert claim.control(control_table(acc=math.nan, loss=math.nan)).verdict == INCONCLUSIVE
+    assert claim.control(None).verdict == INCONCLUSIVE
 
 
 def test_main_claim_needs_every_cell_and_reports_partial():
@@ -167,26 +290,42 @@ def test_main_claim_needs_every_cell_and_reports_partial():
     assert claim.main_claim(frame[frame["n_objects"] != 8]).verdict == INCONCLUSIVE
     frame.loc[(frame["mixer"] == "softmax") & (frame["n_objects"] == 8), "acc"] = 0.95
     assert claim.main_claim(frame).verdict == PARTIALLY
+    assert "n=4,2T (reference, S_4 solvable)" in claim.main_claim(frame).measured
 
 
 def test_construction_ignores_n_above_d_head_and_boundary_needs_both_sides():
     frame = paper_like()
-    frame.loc[(frame["mixer"] == "deltanet_02") & (frame["n_objects"] == 8), "acc"] = 0.1
+    frame.loc[(frame["mixer"] == "deltanet_02") & (frame["n_objects"] == 8), ["acc", "train_accuracy"]] = 0.1
     frame["d_head"] = 4
     assert claim.construction(frame).verdict == REPRODUCED
     assert claim.boundary(frame[frame["n_objects"] <= 4]).verdict == INCONCLUSIVE
 
 
 def test_boundary_is_not_fooled_by_falling_chance():
-    frame = failing()
-    frame = pd.concat([frame, grid({("softmax", 2, k): 0.5 for k in (1, 2, 4)})], ignore_index=True)
+    frame = learned_but_failing()
+    frame = pd.concat([frame, grid({("softmax", 2, k): 1.0 if k == 1 else 0.5 for k in (1, 2, 4)})],
+                      ignore_index=True)
     assert claim.boundary(frame).verdict == NOT_REPRODUCED  # 1/2 − 1/5 = 0.3 raw, 0 above chance
 
 
-def test_checks_reads_s1():
-    verdicts = [c.verdict for c in claim.checks({"S1": paper_like()})]
-    assert verdicts == [REPRODUCED] * 4
-    assert [c.verdict for c in claim.checks({})] == [INCONCLUSIVE] * 4
+def test_published_compares_with_the_papers_numbers():
+    result = claim.published(paper_like())
+    assert result.measured["transformer_largest_n"] == 4 and result.measured["deltaformer_largest_n"] == 8
+    assert result.measured["paper_deltaformer"] == 128 and result.measured["paper_transformer"] == 5
+
+
+def test_checks_read_s1_and_s3():
+    verdicts = [c.verdict for c in claim.checks({"S1": paper_like(), "S3": control_table()})]
+    assert verdicts == [REPRODUCED] * 6
+    assert [c.verdict for c in claim.checks({})] == [INCONCLUSIVE] * 6
+
+
+def test_certificate_columns_in_rows():
+    """The experiment records the certificate; a diverged run gets NaN accuracy and status 'diverged'."""
+    from attncap.claims import learning_status
+
+    assert learning_status(math.nan, 0.0) == DIVERGED
+    assert learning_status(0.1, 0.95) == LEARNED and learning_status(0.1, 0.5) == UNDER_TRAINED
 
 
 # ---- config -------------------------------------------------------------------------------------
@@ -207,7 +346,9 @@ def test_smoke_config_is_valid():
     (lambda c: c["S1"].update(test_multipliers=[1, 2, 3]), "swap_state_tracking.S1.test_multipliers"),
     (lambda c: c["S1"].update(boundary_n=[99]), "swap_state_tracking.S1.boundary_n"),
     (lambda c: c["S1"].update(models=["softmax", "lstm"]), "swap_state_tracking.S1.models"),
-    (lambda c: c["S2"].update(kernels=["round"]), "swap_state_tracking.S2.kernels"),
+    (lambda c: c["S2"].update(models=["deltaformer_round"]), "swap_state_tracking.S2.models"),
+    (lambda c: c["S1"].update(tokens_per_swap=3), "swap_state_tracking.S1.tokens_per_swap"),
+    (lambda c: c["S3"].update(curriculum_start=99), "swap_state_tracking.S3.curriculum_start"),
     (lambda c: c["S1"].update(n_objects=[1]), "swap_state_tracking.S1.n_objects"),
     (lambda c: c["S1"].pop("T_train"), "swap_state_tracking.S1"),
 ])

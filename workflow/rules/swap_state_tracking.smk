@@ -1,11 +1,13 @@
 # Claim 5: swap-task state tracking, Transformer vs DeltaFormer vs DeltaNet (S1 grid, S2 κ1 ablation).
 SST = "swap_state_tracking"
-SST_FIGURES = ["accuracy_vs_n", "accuracy_vs_position", "kernel_ablation", "final_query"]
-SST_TABLES = ["largest_n_solved", "accuracy", "kernel_ablation"]
-SST_EXPERIMENTS = ["S1", "S2"]
+SST_FIGURES = ["accuracy_vs_n", "accuracy_vs_position", "learning_front", "control", "kernel_ablation", "beta_ablation",
+               "final_query"]
+SST_TABLES = ["largest_n_solved", "accuracy", "certificate", "early_stopping", "kernel_ablation", "beta_ablation"]
+SST_EXPERIMENTS = ["S1", "S2", "S3"]  # grid; κ1 and β ablations; Transformer positive control
 from attncap.experiments.swap_state_tracking import parts as sst_parts
 
 register_claim(SST, SST_FIGURES, SST_TABLES)
+# one job per (n, mixer): a job ends when its own models have learned (early stopping saves real time)
 SST_PARTS = {e: sst_parts(e, config[SST][e]) for e in SST_EXPERIMENTS if SST in config["claims"] and e in config[SST]}
 
 

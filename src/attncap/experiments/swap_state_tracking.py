@@ -1,54 +1,88 @@
 """Claim 5 experiments: train small LMs (Transformer, DeltaFormer, DeltaNet) on the swap task and test
-length generalization. S1 is the model × n grid, S2 the DeltaFormer κ1-kernel ablation.
+length generalization. S1 is the model × n grid, S2 the ablations (κ1 = linear, β ∈ (0, 1)) beside S1's
+models at the same n and seed, S3 the Transformer positive control at a short training length.
 
-One job trains every model of one n (`context.part` = "n<n>") on a shared model axis; models with the
-same seed see the same data and start from the same initial weights, so comparisons are paired.
+One job trains one mixer at one n (`context.part` = "n<n>-<mixer>", every seed of that cell on one model
+axis): on a CPU, stacking models gains nothing (README), and a job ends as soon as its own models have
+learned, so early stopping saves real time. Every model follows a length curriculum: it trains on
+sequences of `curriculum_start` swaps, doubling (up to T_train) each time a held-out check finds it
+learned the current length (accuracy over the last quarter of the swaps ≥ `promote_accuracy`); at
+T_train it stops (its parameters are held fixed) once the check reaches `stop_accuracy`, or at `steps`.
+Models with the same seed start from the same initial weights and draw from the same data stream.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
+import sys
 import time
 
 import pandas as pd
 import torch
 
+from attncap.claims import DIVERGED, learning_status
 from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM, masked_token_loss
 from attncap.models.mixers import BETA_MAX, MIXERS
-from attncap.tasks.swap_state_tracking import contents_after, sample, vocab_size
-from attncap.train import TrainSettings, train_batched
+from attncap.tasks.swap_state_tracking import IGNORE, contents_after, query_offset, sample, step_positions, vocab_size
+from attncap.train import TrainSettings, final_loss, loss_curve, train_batched
 
 MODEL_LABELS = {
     "softmax": "Transformer",
     "deltaformer_exp": "DeltaFormer (κ1=exp)",
     "deltaformer_linear": "DeltaFormer (κ1=linear)",
     "deltaformer_zero": "DeltaFormer (κ1=zero)",
+    "deltaformer_exp_01": "DeltaFormer (κ1=exp) β∈(0,1)",
+    "deltaformer_linear_01": "DeltaFormer (κ1=linear) β∈(0,1)",
     "deltanet_01": "DeltaNet β∈(0,1)",
     "deltanet_02": "DeltaNet β∈(0,2)",
     "linear_identity": "linear attention",
     "linear_elu": "linear attention (elu)",
 }
-KERNEL_MIXER = {"exp": "deltaformer_exp", "linear": "deltaformer_linear", "zero": "deltaformer_zero"}
-TRAIN_KEYS = ("T_train", "d_model", "layers", "heads", "mlp_ratio", "steps", "batch", "lr", "weight_decay",
-              "warmup_steps", "final_lr_fraction", "clip", "eval_batches", "test_multipliers")
+TRAIN_KEYS = ("T_train", "tokens_per_swap", "d_model", "layers", "heads", "mlp_ratio", "steps", "batch", "lr",
+              "weight_decay", "warmup_steps", "final_lr_fraction", "clip", "eval_batches", "curriculum_start",
+              "check_every", "promote_accuracy", "stop_accuracy")
+DEFAULTS = {"tokens_per_swap": 1, "adam_betas": [0.9, 0.999], "curriculum_start": None, "check_every": 50,
+            "check_batches": 2, "promote_accuracy": 0.95, "stop_accuracy": 0.99}
+
+
+def with_defaults(spec: dict) -> dict:
+    """The spec with optional keys filled (curriculum_start None = no curriculum, train at T_train)."""
+    return {**DEFAULTS, **spec}
 
 
 def parts(experiment: str, spec: dict) -> list[str]:
-    """Job names of an experiment: one per number of objects."""
-    return [f"n{n}" for n in spec["n_objects"]]
+    """Job names of an experiment: one per (number of objects, mixer)."""
+    return [f"n{n}-{mixer}" for n in spec["n_objects"] for mixer in spec["models"]]
 
 
-def model_grid(experiment: str, spec: dict, n: int) -> list[dict]:
-    """[{mixer, seed}] trained at n objects, ordered by mixer (the LM runs equal mixers together)."""
-    if experiment == "S1":
-        mixers = list(spec["models"])
-        seeds = spec["boundary_seeds"] if n in spec.get("boundary_n", []) else spec["seeds"]
-    elif experiment == "S2":
-        mixers = [KERNEL_MIXER[k] for k in spec["kernels"]]
-        seeds = spec["seeds"]
-    else:
-        raise ValueError(f"unknown experiment {experiment!r} for swap_state_tracking; known: S1, S2")
+def parse_part(part: str) -> tuple[int, str | None]:
+    """'n5-softmax' → (5, 'softmax'); 'n5' → (5, None) (every mixer of that n in one job)."""
+    head, _, mixer = part.partition("-")
+    return int(head.removeprefix("n")), (mixer or None)
+
+
+def model_grid(experiment: str, spec: dict, n: int, mixer: str | None = None) -> list[dict]:
+    """[{mixer, seed}] trained at n objects (one mixer, or all), ordered by mixer (the LM runs equal
+    mixers together). `boundary_n` cells get `boundary_seeds`."""
+    if experiment not in ("S1", "S2", "S3"):
+        raise ValueError(f"unknown experiment {experiment!r} for swap_state_tracking; known: S1, S2, S3")
+    mixers = [mixer] if mixer is not None else list(spec["models"])
+    seeds = spec["boundary_seeds"] if n in spec.get("boundary_n", []) else spec["seeds"]
     return [{"mixer": m, "seed": int(s)} for m in mixers for s in seeds]
+
+
+def curriculum(spec: dict) -> list[int]:
+    """Training lengths in order: curriculum_start, doubling, ending at T_train."""
+    start, final = spec.get("curriculum_start"), spec["T_train"]
+    if not start or start >= final:
+        return [final]
+    stages = []
+    length = start
+    while length < final:
+        stages.append(length)
+        length *= 2
+    return stages + [final]
 
 
 def expected_cells(section: dict) -> dict[str, list[dict]]:
@@ -65,20 +99,44 @@ def expected_cells(section: dict) -> dict[str, list[dict]]:
         if not isinstance(spec, dict) or "n_objects" not in spec:
             continue
         for part in parts(experiment, spec):
-            n = int(part.removeprefix("n"))
+            n, mixer = parse_part(part)
             lengths = [{"test_multiplier": m} for m in spec.get("test_multipliers", [])] or [{}]
             out[f"{experiment}_{part}"] = [{**g, "n_objects": n, **length}
-                                           for g in model_grid(experiment, spec, n) for length in lengths]
+                                           for g in model_grid(experiment, spec, n, mixer) for length in lengths]
     return out
 
 
 def _generator(base_seed: int, seed: int, n: int, stream: int) -> torch.Generator:
-    """Data stream of one (seed, n); the same for every mixer so comparisons are paired."""
+    """Data stream of one (seed, n): 0 training, 1 final evaluation, 2 the curriculum's held-out checks."""
     return torch.Generator().manual_seed(((base_seed * 1_000 + seed) * 1_000 + n) * 10 + stream)
 
 
-def _stack(batches, device):
-    return (torch.stack([b.tokens for b in batches]).to(device), torch.stack([b.targets for b in batches]).to(device))
+def padded_batch(batches, device):
+    """Stack per-model batches of different lengths into (M, B, L) tokens and targets: padding goes at the
+    end (token 0, target IGNORE), which the causal models never see from earlier positions."""
+    length = max(b.tokens.shape[1] for b in batches)
+    tokens = torch.zeros(len(batches), *batches[0].tokens.shape[:1], length, dtype=torch.long)
+    targets = torch.full_like(tokens, IGNORE)
+    for i, b in enumerate(batches):
+        tokens[i, :, : b.tokens.shape[1]] = b.tokens
+        targets[i, :, : b.targets.shape[1]] = b.targets
+    return tokens.to(device), targets.to(device)
+
+
+def step_accuracy(model: BatchedLM, batches, tokens_per_swap: int, device) -> torch.Tensor:
+    """(M, L) per-step accuracy of each model on its batch (no final query), L the longest sequence."""
+    tokens, _ = padded_batch(batches, device)
+    steps = max(b.step_targets.shape[1] for b in batches)
+    truth = torch.full((len(batches), batches[0].step_targets.shape[0], steps), -1, dtype=torch.long)
+    for i, b in enumerate(batches):
+        truth[i, :, : b.step_targets.shape[1]] = b.step_targets
+    logits = model(tokens)[:, :, step_positions(tokens_per_swap)]
+    return (logits.argmax(-1).cpu() == truth).double().mean(1)
+
+
+def last_quarter(curve: torch.Tensor, length: int) -> torch.Tensor:
+    """Mean per-step accuracy over swaps (3L/4, L] (the verdicts' `acc`): (..., ≥L) → (...)."""
+    return curve[..., (3 * length) // 4 : length].mean(-1)
 
 
 def evaluate(model: BatchedLM, grid: list[dict], n: int, spec: dict, base_seed: int, device: str) -> list[dict]:
@@ -87,6 +145,7 @@ def evaluate(model: BatchedLM, grid: list[dict], n: int, spec: dict, base_seed: 
     The LM is causal, so the per-step accuracy at steps ≤ L is the same whether the sequence has L or
     4·T_train swaps: one long evaluation gives every test length's per-step numbers.
     """
+    form = spec["tokens_per_swap"]
     lengths = [spec["T_train"] * m for m in spec["test_multipliers"]]
     longest = max(lengths)
     gens = [_generator(base_seed, g["seed"], n, 1) for g in grid]
@@ -97,30 +156,27 @@ def evaluate(model: BatchedLM, grid: list[dict], n: int, spec: dict, base_seed: 
     model.eval()
     with torch.no_grad():
         for _ in range(spec["eval_batches"]):
-            batches = [sample(n, longest, spec["batch"], g, final_query=False) for g in gens]
-            tokens, _ = _stack(batches, device)
-            steps = torch.stack([b.step_targets for b in batches]).to(device)
-            logits = model(tokens)[:, :, 1::2]
+            batches = [sample(n, longest, spec["batch"], g, final_query=False, tokens_per_swap=form) for g in gens]
+            correct += step_accuracy(model, batches, form, device) * spec["batch"]
             value_norm = torch.maximum(value_norm, model.value_norm().cpu())
-            correct += (logits.argmax(-1) == steps).double().sum(1).cpu()
+            tokens, _ = padded_batch(batches, device)
             for L in lengths:
                 # The final-query variant: the first L swaps of the same sequences, then one query.
-                qs = [torch.randint(0, n, (spec["batch"],), generator=g) for g in gens]
-                tokens_q = torch.cat([tokens[:, :, : 2 * L], (2 * n + torch.stack(qs).to(device))[:, :, None]], 2)
-                answers = torch.stack([contents_after(b.tokens[:, 0 : 2 * L : 2], b.tokens[:, 1 : 2 * L : 2] - n, n)
-                                       [torch.arange(spec["batch"]), -1, q] for b, q in zip(batches, qs)]).to(device)
-                pred = model(tokens_q)[:, :, -1].argmax(-1)
-                query_correct[L] += (pred == answers).double().sum(1).cpu()
+                qs = torch.stack([torch.randint(0, n, (spec["batch"],), generator=g) for g in gens])
+                tokens_q = torch.cat([tokens[:, :, : form * L], (query_offset(n, form) + qs).to(device)[:, :, None]], 2)
+                answers = torch.stack([contents_after(b.a[:, :L], b.b[:, :L], n)[torch.arange(spec["batch"]), -1, q]
+                                       for b, q in zip(batches, qs)])
+                pred = model(tokens_q)[:, :, -1].argmax(-1).cpu()
+                query_correct[L] += (pred == answers).double().sum(1)
             total += spec["batch"]
     model.train()
     curve = correct / total
     rows = []
     for i, g in enumerate(grid):
         for mult, L in zip(spec["test_multipliers"], lengths):
-            tail = curve[i, (3 * L) // 4 : L]
             rows.append({
                 "T_test": L, "test_multiplier": mult,
-                "acc": float(tail.mean()),  # mean per-step accuracy over the last quarter of the steps
+                "acc": float(last_quarter(curve[i], L)),  # mean per-step accuracy over the last quarter of the steps
                 "acc_mean": float(curve[i, :L].mean()),
                 "acc_last": float(curve[i, L - 1]),
                 "acc_final_query": float(query_correct[L][i] / total),
@@ -131,26 +187,40 @@ def evaluate(model: BatchedLM, grid: list[dict], n: int, spec: dict, base_seed: 
 
 
 def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
+    spec = with_defaults(spec)
     if context.part == "all":
         return pd.concat([run(experiment, spec, _with_part(context, p)) for p in parts(experiment, spec)],
                          ignore_index=True)
-    n = int(context.part.removeprefix("n"))
-    if n not in spec["n_objects"]:
-        raise ValueError(f"part {context.part!r} is not in {experiment}.n_objects={spec['n_objects']}")
-    grid = model_grid(experiment, spec, n)
+    n, mixer = parse_part(context.part)
+    if n not in spec["n_objects"] or (mixer is not None and mixer not in spec["models"]):
+        raise ValueError(f"part {context.part!r} is not in {experiment}: n_objects={spec['n_objects']}, "
+                         f"models={spec['models']}")
+    grid = model_grid(experiment, spec, n, mixer)
     device = context.device
+    form = spec["tokens_per_swap"]
     init_seeds = [(context.seed * 1_000 + g["seed"]) * 1_000 + n for g in grid]
-    model = BatchedLM(init_seeds, [g["mixer"] for g in grid], vocab=vocab_size(n), d_model=spec["d_model"],
+    model = BatchedLM(init_seeds, [g["mixer"] for g in grid], vocab=vocab_size(n, form), d_model=spec["d_model"],
                       n_layers=spec["layers"], n_heads=spec["heads"], mlp_ratio=spec["mlp_ratio"],
-                      positional="rotary").to(device)
+                      positional="rotary", max_len=form * spec["T_train"] * max(spec["test_multipliers"]) + 1).to(device)
     gens = [_generator(context.seed, g["seed"], n, 0) for g in grid]
-    settings = TrainSettings(steps=spec["steps"], lr=spec["lr"], optimizer="adamw",
+    check_gens = [_generator(context.seed, g["seed"], n, 2) for g in grid]
+    settings = TrainSettings(steps=spec["steps"], lr=spec["lr"], optimizer="adamw", betas=tuple(spec["adam_betas"]),
                              weight_decay=spec["weight_decay"], warmup_steps=spec["warmup_steps"],
                              schedule="cosine", final_lr_fraction=spec["final_lr_fraction"], clip_norm=spec["clip"])
+    stages = curriculum(spec)
+    stage = [0] * len(grid)  # index into `stages`, per model
+    reached = [{stages[0]: 0} for _ in grid]  # training length → step at which the model reached it
+    done = torch.zeros(len(grid), dtype=torch.bool)
+    diverged = torch.zeros(len(grid), dtype=torch.bool)
+    checks: list[list[str]] = [[] for _ in grid]  # "step:T:acc" of every held-out check
     train_norm = torch.zeros(len(grid))
 
     def next_batch(step):
-        return _stack([sample(n, spec["T_train"], spec["batch"], g) for g in gens], device)
+        # A stopped model's parameters are held fixed, so its slice only needs some data: the shortest
+        # length any model still trains on (not its own T_train, which would lengthen everyone's batch).
+        active = [stages[s] for s, d in zip(stage, done.tolist()) if not d] or [stages[0]]
+        return padded_batch([sample(n, min(active) if d else stages[s], spec["batch"], g, tokens_per_swap=form)
+                             for s, g, d in zip(stage, gens, done.tolist())], device)
 
     def loss_fn(model, batch):
         nonlocal train_norm
@@ -159,27 +229,67 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         train_norm = torch.maximum(train_norm, model.value_norm().detach().cpu())
         return losses
 
-    last_losses = {}
-
     def on_step(step, losses, batch):
-        last_losses["loss"] = losses.cpu()
+        diverged.logical_or_(~torch.isfinite(losses.cpu()))
+        if (step + 1) % spec["check_every"] == 0:
+            model.eval()
+            with torch.no_grad():
+                lengths = [stages[s] for s in stage]
+                batches = [sample(n, L, spec["batch"] * spec["check_batches"], g, final_query=False,
+                                  tokens_per_swap=form) for L, g in zip(lengths, check_gens)]
+                curve = step_accuracy(model, batches, form, device)
+            model.train()
+            for i, L in enumerate(lengths):
+                if done[i]:
+                    continue
+                acc = float(last_quarter(curve[i], L))
+                checks[i].append(f"{step + 1}:{L}:{acc:.3f}")
+                if stage[i] == len(stages) - 1:
+                    if acc >= spec["stop_accuracy"]:
+                        done[i] = True
+                elif acc >= spec["promote_accuracy"]:
+                    stage[i] += 1
+                    reached[i][stages[stage[i]]] = step + 1
+            print(f"step {step + 1}: " + ", ".join(f"{g['mixer']}/{g['seed']} T={stages[s]} {c.split(':')[-1] if c else ''}"
+                                              f"{' done' if d else ''}" for g, s, c, d in
+                                              zip(grid, stage, (c[-1] if c else "" for c in checks), done.tolist())),
+                  file=sys.stderr, flush=True)
+        # A diverged model can only stay non-finite: stop spending steps on it.
+        return done | diverged
 
     start = time.perf_counter()
-    result = train_batched(model, next_batch, loss_fn, settings, desc=f"swap {experiment} n={n}", on_step=on_step)
+    result = train_batched(model, next_batch, loss_fn, settings, desc=f"swap {experiment} {context.part}",
+                           on_step=on_step)
     train_time = time.perf_counter() - start
     rows = evaluate(model, grid, n, spec, context.seed, device)
     wall = time.perf_counter() - start
     per_model = len(rows) // len(grid)
+    history = result["model_loss_history"]
     out = []
     for i, g in enumerate(grid):
-        for row in rows[i * per_model : (i + 1) * per_model]:
+        own = history[: result["model_steps"][i], i].tolist()
+        loss = final_loss(own)
+        model_rows = rows[i * per_model : (i + 1) * per_model]
+        at_train = next(r for r in model_rows if r["test_multiplier"] == 1)
+        status = DIVERGED if bool(diverged[i]) else learning_status(loss, at_train["acc"])
+        if status == DIVERGED:  # a diverged run has no accuracy (never 0)
+            loss = math.nan
+            for row in model_rows:
+                for key in ("acc", "acc_mean", "acc_last", "acc_final_query"):
+                    row[key] = math.nan
+        for row in model_rows:
             out.append({
                 "n_objects": n, "mixer": g["mixer"], "model": MODEL_LABELS.get(g["mixer"], g["mixer"]),
                 "kernel": g["mixer"].split("_")[1] if g["mixer"].startswith("deltaformer") else "",
                 "beta_max": BETA_MAX.get(g["mixer"], float("nan")), "seed": g["seed"],
-                **{k: spec[k] for k in TRAIN_KEYS if k != "test_multipliers"},
+                **{k: spec[k] for k in TRAIN_KEYS}, "adam_betas": " ".join(map(str, spec["adam_betas"])),
                 "d_head": spec["d_model"] // spec["heads"], "models_in_job": len(grid),
-                "final_train_loss": float(last_losses["loss"][i]), "steps_run": result["steps_run"],
+                "final_train_loss": loss, "loss_curve": loss_curve(own),
+                "train_accuracy": at_train["acc"] if status != DIVERGED else math.nan, "status": status,
+                "steps_run": result["model_steps"][i], "max_steps": spec["steps"], "job_steps": result["steps_run"],
+                "stopped_early": bool(done[i]),
+                "curriculum": " ".join(f"{L}@{s}" for L, s in reached[i].items()),
+                "final_stage_T": stages[stage[i]], "checks": " ".join(checks[i][-40:]),
                 "max_train_value_norm": float(train_norm[i]), **row,
                 "train_time_s": train_time / len(grid), "wall_time_s": wall / len(grid),
             })
@@ -209,4 +319,7 @@ def check_config(section: dict) -> list[str]:
         missing = sorted(set(spec.get("boundary_n", [])) - set(spec["n_objects"]))
         if missing:
             problems.append(f"{exp}.boundary_n: {missing} not in n_objects={spec['n_objects']}")
+        start = spec.get("curriculum_start")
+        if start is not None and start > spec["T_train"]:
+            problems.append(f"{exp}.curriculum_start: {start} must be ≤ T_train={spec['T_train']}")
     return problems

@@ -130,7 +130,8 @@ def deltaformer(q, k, v, beta=None, *, kernel: str = "exp", return_values: bool 
     """DeltaFormer (Zhong et al. 2025): u_t = v_t − β_t Σ_{i<t} κ1(k_i, k_t) u_i, o_t = Σ_{i≤t} softmax_i(q_t·k_i/√d) u_i.
 
     U = (I + diag(β)·P)⁻¹ V with P = κ1 scores (one triangular solve), then causal softmax attention
-    reads U instead of V. kernel='zero' gives U = V exactly (the Transformer).
+    reads U instead of V. kernel='zero' gives U = V exactly (the Transformer). The mixers registered
+    as deltaformer_* pass β ∈ (0, 2) (a swap needs β = 2), deltaformer_*_01 β ∈ (0, 1) (see BETA_MAX).
     """
     scores = kernel_scores(kernel, k)
     values = v if scores is None else delta_values(scores, _beta_like(q, beta), v)
@@ -147,6 +148,9 @@ MIXERS = {
     "deltaformer_exp": lambda q, k, v, beta=None, **kw: deltaformer(q, k, v, beta, kernel="exp", **kw),
     "deltaformer_linear": lambda q, k, v, beta=None, **kw: deltaformer(q, k, v, beta, kernel="linear", **kw),
     "deltaformer_zero": lambda q, k, v, beta=None, **kw: deltaformer(q, k, v, beta, kernel="zero", **kw),
+    # β ∈ (0, 1) ablation rows of DeltaFormer (the default DeltaFormer mixers have β ∈ (0, 2))
+    "deltaformer_exp_01": lambda q, k, v, beta=None, **kw: deltaformer(q, k, v, beta, kernel="exp", **kw),
+    "deltaformer_linear_01": lambda q, k, v, beta=None, **kw: deltaformer(q, k, v, beta, kernel="linear", **kw),
 }
 """Name → function(q, k, v); delta mixers also take a per-position β (..., T) and return_values=True
 (which also returns U, for logging its norm)."""
@@ -154,15 +158,22 @@ MIXERS = {
 BETA_MAX = {
     "deltanet_01": 1.0,
     "deltanet_02": 2.0,
-    "deltaformer_exp": 1.0,
-    "deltaformer_linear": 1.0,
-    "deltaformer_zero": 1.0,
+    "deltaformer_exp": 2.0,
+    "deltaformer_linear": 2.0,
+    "deltaformer_zero": 2.0,
+    "deltaformer_exp_01": 1.0,
+    "deltaformer_linear_01": 1.0,
 }
 """Mixers that take a per-token β, and its upper bound: β = BETA_MAX·sigmoid(·) ∈ (0, BETA_MAX).
-DeltaFormer keeps β < 1: with the exp kernel a row of P can put all its weight on one earlier u, and
-β ≥ 1 would then let |u_t| grow geometrically with t."""
+DeltaNet and DeltaFormer both get β ∈ (0, 2) by default: a swap is a reflection I − 2kkᵀ (eigenvalue
+−1), which the delta rule applies only with β up to 2; β ∈ (0, 1) keeps every transition's eigenvalues
+in [0, 1] and cannot (the `_01` mixers are that ablation). The price: where a row of DeltaFormer's
+κ1 scores puts all its weight on one earlier u, β > 1 lets ‖u_t‖ grow like β^t, so U is kept in
+float32 and its largest norm is logged (`value_norm`); a run whose loss turns non-finite is recorded
+as diverged. (κ1 = zero ignores β: it is the Transformer.)"""
 
-SOFTMAX_MIXERS = {"softmax", "deltaformer_exp", "deltaformer_linear", "deltaformer_zero"}
+SOFTMAX_MIXERS = {"softmax", "deltaformer_exp", "deltaformer_linear", "deltaformer_zero", "deltaformer_exp_01",
+                  "deltaformer_linear_01"}
 """Mixers whose scores are softmax logits (rotary embeddings apply to these)."""
 
 
