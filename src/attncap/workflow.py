@@ -53,6 +53,16 @@ class Rules:
         """The experiment's config section as JSON; a change to it reruns just that experiment."""
         return json.dumps(self.config[claim][experiment], sort_keys=True)
 
+    def run_tables(self, claim: str) -> list[str]:
+        """Every run CSV of a claim, from the one list its experiment module keeps (the keys of
+        `expected_cells`): what the verdicts and the notebook read, and what the training jobs make."""
+        import importlib
+
+        if claim not in self.config.get("claims", []) or claim not in self.config:
+            return []
+        module = importlib.import_module(f"attncap.experiments.{claim}")
+        return [f"results/{claim}/runs/{name}.csv" for name in module.expected_cells(self.config[claim])]
+
     def claim_json(self, claim: str) -> str:
         """The claim's whole config section as JSON: the analysis checks the run tables cover its grid."""
         return json.dumps(self.config.get(claim, {}), sort_keys=True)
@@ -85,10 +95,11 @@ class Rules:
         self.final_targets[claim] = [f"results/claims/{claim}.json"] + self.notebook_files(claim, figures, tables)
 
     def notebook_command(self, claim: str) -> str:
+        """Run the claim's percent-format source (input `source`) on exactly the rule's run tables."""
         return (
-            f"{JOB} --merge-stdout -- python scripts/run_notebook.py notebooks/{claim}.ipynb "
+            f"{JOB} --merge-stdout -- python scripts/run_notebook.py {{input.source:q}} "
             f"--executed results/notebooks/{claim}.ipynb --html results/notebooks/{claim}.html "
-            f"-p results_dir results -p tier {shell_arg(self.tier)}"
+            f"-p results_dir results -p tier {shell_arg(self.tier)} -p runs {{params.runs:q}}"
         )
 
     def analyze_command(self, claim: str) -> str:

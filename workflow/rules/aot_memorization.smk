@@ -35,8 +35,8 @@ rule train_aot_memorization:
 
 rule analyze_aot_memorization:
     input:
-        # one run CSV per experiment part; the parts balance the training cost (see job_parts)
-        lambda w: [f"results/{AOT}/runs/{e}_{p}.csv" for e in AOT_EXPERIMENTS for p in aot_part_names(e, config[AOT][e])],
+        # one CSV per training job, as the experiment module lists them (expected_cells)
+        run_tables("aot_memorization"),
     output:
         claims="results/claims/aot_memorization.json",
         summary="results/aot_memorization/summary.csv",
@@ -52,13 +52,18 @@ rule analyze_aot_memorization:
 
 rule notebook_aot_memorization:
     input:
-        rules.analyze_aot_memorization.input,
-        rules.analyze_aot_memorization.output,
+        # the same run tables the verdicts were computed from, passed to the notebook by name; the
+        # notebook source is an input, so editing it reruns the notebook
+        runs=run_tables("aot_memorization"),
+        verdicts=rules.analyze_aot_memorization.output,
+        source="notebooks/aot_memorization.py",
     output:
         notebook_outputs(AOT, AOT_FIGURES, AOT_TABLES),
     conda:
         "../../envs/attncap.yaml"
     log:
         "results/logs/aot_memorization/notebook.log",
+    params:
+        runs=lambda wildcards, input: json.dumps(list(input.runs)),
     shell:
         notebook_command(AOT)

@@ -1,10 +1,13 @@
 # Short names for the shared rule helpers (attncap.workflow.Rules), bound to this run's config.
+import json
+
 from attncap.workflow import Rules, alternation, report_if_built
 
 RULES = Rules(config)
 TIER = RULES.tier
 FINAL_TARGETS = RULES.final_targets  # claim -> files `rule all` asks for
 spec_json = RULES.spec_json
+run_tables = RULES.run_tables  # claim -> its run CSVs (verdicts and notebook read exactly these)
 experiment_command = RULES.experiment_command
 notebook_outputs = RULES.notebook_outputs
 notebook_command = RULES.notebook_command

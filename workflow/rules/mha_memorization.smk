@@ -58,8 +58,8 @@ rule train_mha_memorization:
 
 rule analyze_mha_memorization:
     input:
-        expand("results/mha_memorization/runs/{experiment}.csv", experiment=["M1", "M8"]),
-        lambda w: [f"results/mha_memorization/runs/{e}_p{i}.csv" for e in MHA_TRAINED for i in range(config[MHA][e]["parts"])],
+        # one CSV per training job, as the experiment module lists them (expected_cells)
+        run_tables("mha_memorization"),
     output:
         claims="results/claims/mha_memorization.json",
         summary="results/mha_memorization/summary.csv",
@@ -75,13 +75,18 @@ rule analyze_mha_memorization:
 
 rule notebook_mha_memorization:
     input:
-        rules.analyze_mha_memorization.input,
-        rules.analyze_mha_memorization.output,
+        # the same run tables the verdicts were computed from, passed to the notebook by name; the
+        # notebook source is an input, so editing it reruns the notebook
+        runs=run_tables("mha_memorization"),
+        verdicts=rules.analyze_mha_memorization.output,
+        source="notebooks/mha_memorization.py",
     output:
         notebook_outputs(MHA, MHA_FIGURES, MHA_TABLES),
     conda:
         "../../envs/attncap.yaml"
     log:
         "results/logs/mha_memorization/notebook.log",
+    params:
+        runs=lambda wildcards, input: json.dumps(list(input.runs)),
     shell:
         notebook_command(MHA)

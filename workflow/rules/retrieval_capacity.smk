@@ -52,8 +52,8 @@ rule train_retrieval_capacity:
 
 rule analyze_retrieval_capacity:
     input:
-        expand("results/retrieval_capacity/runs/{experiment}.csv", experiment=RC_MC),
-        expand("results/retrieval_capacity/runs/E5_{part}.csv", part=RC_MQAR_PARTS),
+        # one CSV per training job, as the experiment module lists them (expected_cells)
+        run_tables("retrieval_capacity"),
     output:
         claims="results/claims/retrieval_capacity.json",
         summary="results/retrieval_capacity/summary.csv",
@@ -69,13 +69,18 @@ rule analyze_retrieval_capacity:
 
 rule notebook_retrieval_capacity:
     input:
-        rules.analyze_retrieval_capacity.input,
-        rules.analyze_retrieval_capacity.output,
+        # the same run tables the verdicts were computed from, passed to the notebook by name; the
+        # notebook source is an input, so editing it reruns the notebook
+        runs=run_tables("retrieval_capacity"),
+        verdicts=rules.analyze_retrieval_capacity.output,
+        source="notebooks/retrieval_capacity.py",
     output:
         notebook_outputs(RC, RC_FIGURES, RC_TABLES),
     conda:
         "../../envs/attncap.yaml"
     log:
         "results/logs/retrieval_capacity/notebook.log",
+    params:
+        runs=lambda wildcards, input: json.dumps(list(input.runs)),
     shell:
         notebook_command(RC)

@@ -66,7 +66,8 @@ rule search_rgr_capacity:
 
 rule analyze_rgr_capacity:
     input:
-        [path for paths in RGR_RUNS.values() for path in paths],
+        # one CSV per training job, as the experiment module lists them (expected_cells)
+        run_tables("rgr_capacity"),
     output:
         claims="results/claims/rgr_capacity.json",
         summary="results/rgr_capacity/summary.csv",
@@ -82,13 +83,18 @@ rule analyze_rgr_capacity:
 
 rule notebook_rgr_capacity:
     input:
-        rules.analyze_rgr_capacity.input,
-        rules.analyze_rgr_capacity.output,
+        # the same run tables the verdicts were computed from, passed to the notebook by name; the
+        # notebook source is an input, so editing it reruns the notebook
+        runs=run_tables("rgr_capacity"),
+        verdicts=rules.analyze_rgr_capacity.output,
+        source="notebooks/rgr_capacity.py",
     output:
         notebook_outputs(RGR, RGR_FIGURES, RGR_TABLES),
     conda:
         "../../envs/attncap.yaml"
     log:
         "results/logs/rgr_capacity/notebook.log",
+    params:
+        runs=lambda wildcards, input: json.dumps(list(input.runs)),
     shell:
         notebook_command(RGR)

@@ -1,13 +1,11 @@
 # Claim 5: swap-task state tracking, Transformer vs DeltaFormer vs DeltaNet (S1 grid, S2 κ1 ablation).
 SST = "swap_state_tracking"
-SST_FIGURES = ["accuracy_vs_n", "accuracy_vs_position", "learning_front", "control", "kernel_ablation", "beta_ablation",
-               "final_query"]
-SST_TABLES = ["largest_n_solved", "accuracy", "certificate", "early_stopping", "kernel_ablation", "beta_ablation"]
-SST_EXPERIMENTS = ["S1", "S2", "S3"]  # grid; κ1 and β ablations; Transformer positive control
+SST_FIGURES = ["accuracy_vs_n", "accuracy_vs_position", "kernel_ablation", "final_query"]
+SST_TABLES = ["largest_n_solved", "accuracy", "kernel_ablation"]
+SST_EXPERIMENTS = ["S1", "S2"]
 from attncap.experiments.swap_state_tracking import parts as sst_parts
 
 register_claim(SST, SST_FIGURES, SST_TABLES)
-# one job per (n, mixer): a job ends when its own models have learned (early stopping saves real time)
 SST_PARTS = {e: sst_parts(e, config[SST][e]) for e in SST_EXPERIMENTS if SST in config["claims"] and e in config[SST]}
 
 
@@ -36,8 +34,8 @@ rule train_swap_state_tracking:
 
 rule analyze_swap_state_tracking:
     input:
-        # one training job per (experiment, number of objects n): all models and seeds of that n share a model axis
-        lambda w: [f"results/{SST}/runs/{exp}_n{n}.csv" for exp in SST_EXPERIMENTS for n in config[SST][exp]["n_objects"]],
+        # one CSV per training job, as the experiment module lists them (expected_cells)
+        run_tables("swap_state_tracking"),
     output:
         claims="results/claims/swap_state_tracking.json",
         summary="results/swap_state_tracking/summary.csv",
@@ -53,13 +51,18 @@ rule analyze_swap_state_tracking:
 
 rule notebook_swap_state_tracking:
     input:
-        rules.analyze_swap_state_tracking.input,
-        rules.analyze_swap_state_tracking.output,
+        # the same run tables the verdicts were computed from, passed to the notebook by name; the
+        # notebook source is an input, so editing it reruns the notebook
+        runs=run_tables("swap_state_tracking"),
+        verdicts=rules.analyze_swap_state_tracking.output,
+        source="notebooks/swap_state_tracking.py",
     output:
         notebook_outputs(SST, SST_FIGURES, SST_TABLES),
     conda:
         "../../envs/attncap.yaml"
     log:
         "results/logs/swap_state_tracking/notebook.log",
+    params:
+        runs=lambda wildcards, input: json.dumps(list(input.runs)),
     shell:
         notebook_command(SST)
