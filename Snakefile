@@ -6,6 +6,10 @@
 # `configfile:` directive, so Snakemake never merges the default tier under the named file. It is
 # read and validated (schema + per-claim shape checks) by attncap.config.run_config, the same code as
 # `python -m attncap.config FILE`, before any job is scheduled; a bad config exits with the message only.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
 import sys as _sys
 from attncap.config import ConfigError, run_config
 

@@ -21,8 +21,8 @@ rule train_aot_memorization:
     threads: 1
     resources:
         mem_mb=4000,
-        runtime=60 if TIER != "paper" else 600,
-        gpu=1 if config["device"] == "cuda" else 0,
+        runtime=TRAIN_RUNTIME,
+        gpu=GPU,
     conda:
         "../../envs/attncap.yaml"
     log:

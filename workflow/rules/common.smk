@@ -14,3 +14,7 @@ notebook_command = RULES.notebook_command
 analyze_command = RULES.analyze_command
 claim_json = RULES.claim_json
 register_claim = RULES.register_claim
+# Every training rule asks for these: a GPU when the config runs on CUDA (the SLURM profile turns
+# `gpu` into a GPU request), and a wall-time limit (minutes) sized for the tier.
+GPU = 1 if config["device"] == "cuda" else 0
+TRAIN_RUNTIME = 720 if TIER == "paper" else 60

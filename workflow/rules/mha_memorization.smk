@@ -21,7 +21,7 @@ rule experiment_mha_memorization:
     threads: 1
     resources:
         mem_mb=4000,
-        runtime=20,
+        runtime=TRAIN_RUNTIME,
     conda:
         "../../envs/attncap.yaml"
     log:
@@ -44,8 +44,8 @@ rule train_mha_memorization:
     threads: 1
     resources:
         mem_mb=4000,
-        runtime=60,
-        gpu=1 if config["device"] == "cuda" else 0,
+        runtime=TRAIN_RUNTIME,
+        gpu=GPU,
     conda:
         "../../envs/attncap.yaml"
     log:

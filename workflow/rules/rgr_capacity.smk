@@ -29,8 +29,8 @@ rule train_rgr_capacity:
     threads: 1
     resources:
         mem_mb=3000,
-        runtime=60,
-        gpu=1 if config["device"] == "cuda" else 0,
+        runtime=TRAIN_RUNTIME,
+        gpu=GPU,
     conda:
         "../../envs/attncap.yaml"
     log:
@@ -52,8 +52,8 @@ rule search_rgr_capacity:
     threads: 1
     resources:
         mem_mb=3000,
-        runtime=60,
-        gpu=1 if config["device"] == "cuda" else 0,
+        runtime=TRAIN_RUNTIME,
+        gpu=GPU,
     conda:
         "../../envs/attncap.yaml"
     log:
