@@ -15,7 +15,10 @@ from test_pipeline import copy_workflow, snakemake
 
 TINY_MQAR = {"vocab": 32, "seq_len": 16, "kv_pairs": [2, 4], "d_model": [16], "mixers": ["softmax", "linear_elu"],
              "layers": 1, "heads": 1, "seeds": [0, 1], "steps": 25, "batch": 8, "lr": 0.003, "weight_decay": 0.1,
-             "warmup_steps": 5, "eval_batches": 2, "curriculum": True, "positional": "learned"}
+             "warmup_steps": 5, "eval_batches": 2, "curriculum": True, "positional": "learned",
+             "short_conv": [True, False], "short_conv_width": 4, "short_conv_on": "qkv", "mlp_ratio": 0,
+             "tie_embeddings": True, "target_accuracy": 0.99, "eval_every": 5, "check_batches": 1,
+             "plateau_steps": 10, "plateau_delta": 0.01}
 PROVENANCE = {"wall_time_s", "job_wall_time_s", "git_revision"}
 
 
@@ -28,8 +31,8 @@ def run_job(claim, experiment, spec, out, part="all"):
 
 @pytest.mark.parametrize("experiment,spec,part", [
     ("E5", TINY_MQAR, "d16"),
-    ("E3", {"dims": [4, 8], "betas": ["sqrt_d", "d"], "epsilons": [0.3], "max_log2_n": 12, "queries": 4,
-            "validation_queries": 100}, "all"),
+    ("E3", {"dims": [4, 8], "betas": ["sqrt_d", "d"], "epsilons": [0.3], "max_log2_n": 12, "min_queries": 16,
+            "max_queries": 4096, "sample_budget": 65536, "validation_queries": 100}, "all"),
 ])
 def test_same_config_and_seed_give_identical_numbers(tmp_path, experiment, spec, part):
     first = run_job("retrieval_capacity", experiment, spec, tmp_path / "a.csv", part)

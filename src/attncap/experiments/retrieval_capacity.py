@@ -1,19 +1,24 @@
 """Claim 1 experiments: Monte Carlo of linear/softmax retrieval (E1–E4) and trained MQAR models (E5)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
 import numpy as np
 import pandas as pd
 import torch
+from scipy import special
 from tqdm import tqdm
 
 from attncap import theory
+from attncap.precision import (DECISION_Z, Crossing, find_crossing, first_failure, query_budget,
+                               sequential_test)
 from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM, masked_accuracy, masked_token_loss, scored_positions
-from attncap.tasks.retrieval_capacity import DotStream, mqar_batch, mqar_curriculum_batch, sample_unit_dots, unit_vectors
-from attncap.train import TrainSettings, generators, train_batched
+from attncap.tasks.retrieval_capacity import GrowingDotStream, mqar_batch, mqar_curriculum_batch, sample_unit_dots, unit_vectors
+from attncap.claims import DIVERGED, learning_status
+from attncap.train import TrainSettings, final_loss, generators, loss_curve, train_batched
 
 _MAX_ELEMENTS = 1 << 22  # memory chunk for explicit-vector Monte Carlo (32 MiB of float64)
 
@@ -59,9 +64,10 @@ def expected_cells(section: dict) -> dict[str, list[dict]]:
         # crosses (here mixers x kv_pairs x seeds, one table per d_model) must appear as a column of the
         # rows; when the grid gains a key, add it to this dict and to mqar_grid together.
         e5 = section["E5"]
+        widths = [int(e5.get("short_conv_width", 4)) if on else 0 for on in e5.get("short_conv", [False])]
         for d in e5["d_model"]:
-            out[f"E5_d{d}"] = [{"mixer": m, "kv_pairs": kv, "d_model": d, "seed": s}
-                               for m in e5["mixers"] for kv in e5["kv_pairs"] for s in e5["seeds"]]
+            out[f"E5_d{d}"] = [{"mixer": m, "short_conv": w, "kv_pairs": kv, "d_model": d, "seed": s}
+                               for m in e5["mixers"] for w in widths for kv in e5["kv_pairs"] for s in e5["seeds"]]
     return out
 
 
@@ -98,44 +104,72 @@ def linear_explicit(spec: dict, context: RunContext) -> pd.DataFrame:
                          "mean_error2": err.mean(), "se_error2": err.std(ddof=1) / math.sqrt(len(err)),
                          "theory_error2": float(theory.linear_mean_error2(n, d)),
                          "wall_time_s": time.perf_counter() - started})
+        samples = LinearSamples(d, context.seed)  # per-N errors, shared by every ε
         for eps in spec["epsilons"]:
             started = time.perf_counter()
-            n_star = largest_n(lambda n: mean_error2_below(rng, n, d, eps**2, spec["min_queries"]), 4 * d)
-            rows.append({"kind": "capacity", "d": d, "n": n_star, "epsilon": eps, "queries": spec["min_queries"],
-                         "theory_capacity": int(theory.linear_capacity(eps, d)),
-                         "wall_time_s": time.perf_counter() - started})
+            crossing = linear_capacity_search(samples, eps, spec, 4 * d)
+            rows.append({"kind": "capacity", "d": d, "epsilon": eps, "theory_capacity": int(theory.linear_capacity(eps, d)),
+                         **capacity_columns(crossing, eps**2, 4 * d, "n"), "wall_time_s": time.perf_counter() - started})
     return pd.DataFrame(rows)
 
 
-def mean_error2_below(rng, n: int, d: int, threshold: float, min_queries: int) -> bool:
-    """Is the mean squared linear-retrieval error at N below `threshold`? A sequential test: a first
-    estimate decides unless it lies within 4 standard errors of the threshold; then the estimate is
-    redone with 40·(N−1) queries, enough to resolve N from N ± 1 (their means differ by 1/d, the
-    standard error is then ≈ 1/(4.5·d))."""
-    err = linear_error2(rng, n, d, min_queries)
-    mean, se = err.mean(), err.std(ddof=1) / math.sqrt(len(err)) if len(err) > 1 else 0.0
-    if abs(mean - threshold) > 4 * se or n == 1:
-        return mean <= threshold
-    return linear_error2(rng, n, d, max(min_queries, 40 * (n - 1))).mean() <= threshold
+class LinearSamples:
+    """Per-memory mean squared linear-retrieval errors per N (a memory of N pairs queried at every stored
+    key: its N errors share keys and values, so the memory, not the query, is the independent unit of
+    the test), extended on demand: asking for more keeps the memories drawn, and each extension has its
+    own seed, so the numbers do not depend on the search order."""
+
+    def __init__(self, d: int, seed: int):
+        self.d, self.seed, self.means = d, seed, {}
+
+    def __call__(self, n: int, memories: int) -> np.ndarray:
+        have = self.means.get(n, np.empty(0))
+        if len(have) < memories:
+            rng = np.random.default_rng([self.seed, 1, self.d, n, len(have)])
+            errors = linear_error2(rng, n, self.d, (memories - len(have)) * n)
+            have = np.concatenate([have, errors.reshape(-1, n).mean(1)])
+            self.means[n] = have
+        return have
 
 
-def first_failure(ok, start: int, limit: int) -> int | None:
-    """Smallest x in [start, limit] with ok(x) false, for a monotone ok (true, then false) taken as true
-    at start − 1; None when ok holds on all of [start, limit].
+def linear_capacity_search(samples: LinearSamples, eps: float, spec: dict, n_max: int) -> Crossing:
+    """Band of N where "mean error² ≤ ε²" is not resolved at DECISION_Z standard errors (E1); the
+    budget is in queries (memories × N), the test's sample size in memories."""
+    def decide(n: int):
+        limit = query_budget(n - 1, spec["sample_budget"], spec["min_queries"], spec["max_queries"])
+        first, most = math.ceil(first_stage(limit, spec) / n), max(2, math.ceil(limit / n))
+        decision = sequential_test(lambda m: samples(n, m), eps**2, max(2, first), most, x=n)
+        return dataclasses.replace(decision, queries=decision.queries * n)
+    return find_crossing(decide, eps**2, 2, n_max)
 
-    Doubling from `start` finds a bracket, bisection closes it; no x is evaluated twice.
-    """
-    lo, hi = start - 1, start
-    while hi <= limit and ok(hi):
-        lo, hi = hi, hi * 2
-    if hi > limit:
-        if lo == limit or ok(limit):
-            return None
-        hi = limit
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-    return hi
+
+def first_stage(limit: int, spec: dict) -> int:
+    """Queries of a sequential test's first look: 1/16 of the point's budget, at least min_queries
+    (cheap at small N, where errors are most skewed; min_queries at the largest N)."""
+    return max(spec["min_queries"], limit // 16)
+
+
+def capacity_columns(crossing: Crossing, threshold: float, n_max: int, name: str = "n_star") -> dict:
+    """CSV columns of a capacity: point estimate `name`, its interval [n_lo, n_hi] (the N over which
+    "mean ≤ threshold" is not resolved, plus the last resolved N below), and the two decisions that
+    bound it: at n_lo (resolved ≤) and at n_hi + 1 (resolved >), with their queries and z-scores."""
+    decisions = crossing.decisions
+    if crossing.first_not_below is None:  # resolved ≤ up to n_max: capacity censored at n_max
+        n_lo = n_hi = n_max
+        status = "censored"
+    else:
+        n_lo = crossing.first_not_below - 1
+        n_hi = n_max if crossing.first_above is None else crossing.first_above - 1
+        status = "resolved" if crossing.resolved else "unresolved"
+    n_star = int(min(n_hi, max(n_lo, math.floor(crossing.estimate))))
+    low, high = decisions.get(n_lo), decisions.get(n_hi + 1)
+    z = lambda dec: (threshold - dec.mean) / dec.se if dec is not None and dec.se > 0 else math.nan  # noqa: E731
+    return {name: n_star, "n_lo": n_lo, "n_hi": n_hi, "status": status, "resolved": status == "resolved",
+            "censored": crossing.first_above is None, "n_max": n_max, "decision_z": DECISION_Z,
+            "queries_at_lo": low.queries if low else np.nan, "z_at_lo": z(low),
+            "queries_at_hi_next": high.queries if high else np.nan, "z_at_hi_next": z(high),
+            "queries": max(dec.queries for dec in decisions.values()) if decisions else 0,
+            "evaluations": len(decisions)}
 
 
 def largest_n(ok, n_max: int) -> int:
@@ -198,15 +232,13 @@ def softmax_capacity(spec: dict, context: RunContext) -> pd.DataFrame:
     n_max = 2 ** spec["max_log2_n"]
     for d in tqdm(spec["dims"], desc="E3 softmax", ascii=True, mininterval=5):
         betas = [theory.beta_value(name, d) for name in spec["betas"]]
-        stream = DotStream(d, betas, spec["queries"], seed=context.seed)
+        stream = GrowingDotStream(d, betas, seed=context.seed, first=spec["min_queries"])
         started = time.perf_counter()
         for b, (beta_name, beta) in enumerate(zip(spec["betas"], betas)):
             for eps in spec["epsilons"]:
-                failure = first_failure(lambda n: stream.error2(n)[b].mean() <= eps**2, 2, n_max)
-                n_star, censored = (n_max, True) if failure is None else (failure - 1, False)
+                crossing = softmax_capacity_search(stream, b, eps, spec, n_max)
                 rows.append({"kind": "capacity", "d": d, "beta_name": beta_name, "beta": beta, "epsilon": eps,
-                             "n_star": n_star, "censored": bool(censored), "n_max": n_max,
-                             "queries": spec["queries"],
+                             **capacity_columns(crossing, eps**2, n_max),
                              "bound_gaussian": float(theory.softmax_capacity_bound(eps, d, beta, "gaussian")),
                              "bound_exact": float(theory.softmax_capacity_bound(eps, d, beta, "exact")),
                              "blog_formula": float(theory.blog_softmax_capacity(eps, d)),
@@ -218,6 +250,16 @@ def softmax_capacity(spec: dict, context: RunContext) -> pd.DataFrame:
                            samples_per_s=stream.samples_drawn / max(elapsed, 1e-9))
     rows += shortcut_validation(spec, context)
     return pd.DataFrame(rows)
+
+
+def softmax_capacity_search(stream: GrowingDotStream, b: int, eps: float, spec: dict, n_max: int) -> Crossing:
+    """Band of N where "mean error² ≤ ε²" is not resolved at DECISION_Z standard errors, for the stream's
+    b-th β. Queries per N: from min_queries, doubling up to sample_budget/(N−1) (at most max_queries)."""
+    def decide(n: int):
+        limit = query_budget(n - 1, spec["sample_budget"], spec["min_queries"], spec["max_queries"])
+        return sequential_test(lambda q: stream.error2(n, q)[b], eps**2, first_stage(limit, spec), limit, x=n,
+                               bounded=(0.0, 1.0))  # (s1² + s2)/(1 + s1)² < 1 since s2 ≤ s1
+    return find_crossing(decide, eps**2, 2, n_max)
 
 
 def shortcut_validation(spec: dict, context: RunContext) -> list[dict]:
@@ -238,65 +280,192 @@ def shortcut_validation(spec: dict, context: RunContext) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------- E4 ----------
-def median_snr_inv_exp(n: int, d: int, queries: int, seed: int) -> float:
-    """Median over queries of SNR⁻¹ for κ = exp(q·k/√d), Gaussian keys/values, via the exact scalar
-    reduction: given k_i, k_j·k_i ~ N(0, ||k_i||²) and Σ_j κ_j v_j ~ N(0, Σκ_j² I)."""
-    rng = np.random.default_rng([seed, 4, n])  # same draws for every d: common random numbers
-    values = np.empty(queries)
-    for q in range(queries):
-        z = rng.standard_normal(n - 1)
-        rng_q = np.random.default_rng([seed, 4, n, q, d])
-        rho = rng_q.chisquare(d)
-        log_ratio = 2.0 * math.sqrt(rho) * z / math.sqrt(d) - 2.0 * rho / math.sqrt(d)  # log(κ_j²/c²)
-        peak = log_ratio.max()
-        log_sum = peak + math.log(np.exp(log_ratio - peak).sum())
-        values[q] = math.exp(log_sum) * rng_q.chisquare(d) / rng_q.chisquare(d)
-    return float(np.median(values))
+class SnrIndicators:
+    """Per-query indicators 1[SNR⁻¹ ≤ 1] for κ = exp(q·k/√d), Gaussian keys/values, at one N and any d, via
+    the exact scalar reduction: given k_i, k_j·k_i ~ N(0, ||k_i||²) and Σ_j κ_j v_j ~ N(0, Σκ_j² I).
+
+    Queries come in blocks of `block`; block k's crosstalk normals z come from one stream shared by every
+    d (common random numbers), its ||k_i||² and value norms from a stream per d. Asking for more queries
+    extends the sample. z is kept in memory while it is small, otherwise redrawn for each d."""
+
+    def __init__(self, n: int, seed: int, block: int = 64, keep: bool = False):
+        self.n, self.seed, self.block, self.keep = n, seed, block, keep
+        self._z: dict[int, np.ndarray] = {}
+        self._values: dict[int, list[np.ndarray]] = {}
+
+    def _block_values(self, k: int, d: int) -> np.ndarray:
+        m = self.n - 1
+        rng_d = np.random.default_rng([self.seed, 4, self.n, k, d])
+        rho, num, den = rng_d.chisquare(d, size=(3, self.block))
+        slope, offset = 2.0 * np.sqrt(rho / d), 2.0 * rho / math.sqrt(d)  # log(κ_j²/c²) = slope·z_j − offset
+        z_rng = None if k in self._z else np.random.default_rng([self.seed, 4, self.n, k])
+        rows = max(1, (1 << 22) // m)
+        log_sum = np.empty(self.block)
+        kept = []
+        for r0 in range(0, self.block, rows):
+            r1 = min(self.block, r0 + rows)
+            z = self._z[k][r0:r1] if z_rng is None else z_rng.standard_normal((r1 - r0, m))
+            if z_rng is not None and self.keep:
+                kept.append(z)
+            log_sum[r0:r1] = special.logsumexp(slope[r0:r1, None] * z, axis=1) - offset[r0:r1]
+        if kept:
+            self._z[k] = np.concatenate(kept)
+        return (log_sum + np.log(num) - np.log(den) <= 0.0).astype(float)
+
+    def __call__(self, d: int, queries: int) -> np.ndarray:
+        values = self._values.setdefault(d, [])
+        while len(values) * self.block < queries:
+            values.append(self._block_values(len(values), d))
+        return np.concatenate(values)
 
 
 def log2_law(spec: dict, context: RunContext) -> pd.DataFrame:
+    """Smallest d with median SNR⁻¹ ≤ 1, i.e. P(SNR⁻¹ ≤ 1) ≥ 1/2: a sequential test of the fraction of
+    queries against 1/2 (standard error 0.5/√Q under the null), so d_min comes with the band of d
+    where that fraction is not resolved at DECISION_Z standard errors."""
     rows = []
     for log10_n in tqdm(spec["log10_n"], desc="E4 log2", ascii=True, mininterval=5):
         n = int(round(10**log10_n))
         started = time.perf_counter()
-        ok = lambda d: median_snr_inv_exp(n, d, spec["queries"], context.seed) <= 1.0  # noqa: E731
-        d_min = first_failure(lambda d: not ok(d), 3, spec["max_dim"])  # smallest d in [3, max_dim] with ok(d)
-        rows.append({"n": n, "log10_n": log10_n, "ln_n_squared": math.log(n) ** 2,
-                     "d_min": np.nan if d_min is None else d_min, "censored": d_min is None, "theory_typical_d_min": int(theory.exp_kernel_min_dim(n)),
-                     "queries": spec["queries"], "wall_time_s": time.perf_counter() - started})
+        limit = query_budget(n - 1, spec["sample_budget"], spec["min_queries"], spec["max_queries"])
+        indicators = SnrIndicators(n, context.seed, block=spec["min_queries"], keep=limit * (n - 1) <= 1 << 24)
+
+        def decide(d: int):
+            return sequential_test(lambda q: indicators(d, q), 0.5, spec["min_queries"], limit, x=d,
+                                   null_se=lambda q: 0.5 / math.sqrt(q))
+        crossing = find_crossing(decide, 0.5, 3, spec["max_dim"])
+        if crossing.first_not_below is None:  # median SNR⁻¹ > 1 resolved up to max_dim
+            d_lo, d_hi, d_min, status = spec["max_dim"] + 1, np.nan, np.nan, "censored"
+        else:
+            d_lo = crossing.first_not_below
+            d_hi = np.nan if crossing.first_above is None else crossing.first_above
+            d_min = min(d_hi, max(d_lo, math.ceil(crossing.estimate))) if crossing.first_above else d_lo
+            status = "resolved" if crossing.resolved else "unresolved"
+        high = crossing.decisions.get(d_hi) if np.isfinite(d_hi) else None
+        low = crossing.decisions.get(d_lo - 1)
+        rows.append({"n": n, "log10_n": log10_n, "ln_n_squared": math.log(n) ** 2, "d_min": d_min,
+                     "d_lo": d_lo, "d_hi": d_hi, "status": status, "resolved": status == "resolved",
+                     "censored": status == "censored" or crossing.first_above is None,
+                     "theory_typical_d_min": int(theory.exp_kernel_min_dim(n)), "decision_z": DECISION_Z,
+                     "fraction_at_d_hi": high.mean if high else np.nan, "queries_at_d_hi": high.queries if high else np.nan,
+                     "fraction_below_d_lo": low.mean if low else np.nan,
+                     "queries_below_d_lo": low.queries if low else np.nan,
+                     "queries": max(dec.queries for dec in crossing.decisions.values()),
+                     "evaluations": len(crossing.decisions), "wall_time_s": time.perf_counter() - started})
     return pd.DataFrame(rows)
 
 
 # ------------------------------------------------------------------------------- E5 ----------
-def mqar_grid(spec: dict) -> tuple[list[tuple[str, int, int]], list[int]]:
-    """The (mixer, kv, seed) models that one E5 job (one d_model) trains together, and their init seeds."""
-    configs = [(mixer, kv, seed) for mixer in spec["mixers"] for kv in spec["kv_pairs"] for seed in spec["seeds"]]
-    return configs, [1000 * seed + 17 * i for i, (_, _, seed) in enumerate(configs)]
+def mqar_grid(spec: dict) -> tuple[list[tuple[str, int, int, int]], list[int]]:
+    """The (mixer, short_conv width (0: none), kv, seed) models that one E5 job (one d_model) trains
+    together, ordered by mixer, and their init seeds."""
+    widths = [int(spec.get("short_conv_width", 4)) if on else 0 for on in spec.get("short_conv", [False])]
+    configs = [(mixer, width, kv, seed) for mixer in spec["mixers"] for width in widths
+               for kv in spec["kv_pairs"] for seed in spec["seeds"]]
+    return configs, [1000 * seed + 17 * i for i, (_, _, _, seed) in enumerate(configs)]
 
 
 def mqar_model(spec: dict, d_model: int) -> BatchedLM:
     configs, model_seeds = mqar_grid(spec)
+    width = max(c[1] for c in configs)
     return BatchedLM(model_seeds, [c[0] for c in configs], vocab=spec["vocab"], d_model=d_model,
-                     n_layers=spec["layers"], n_heads=spec["heads"], max_len=spec["seq_len"], mlp_ratio=4,
-                     positional=spec["positional"])
+                     n_layers=spec["layers"], n_heads=spec["heads"], max_len=spec["seq_len"],
+                     mlp_ratio=spec.get("mlp_ratio", 4), positional=spec["positional"], short_conv=width,
+                     short_conv_on=spec.get("short_conv_on", "qkv"), conv_models=[c[1] > 0 for c in configs],
+                     tie_embeddings=spec.get("tie_embeddings", False))
 
 
 def mqar_batch_stack(spec: dict, gens, batch: int, sampler=mqar_batch):
     """Tokens (M, B, T), query positions (M, B, max kv) and their targets (−100 on padding), on the CPU."""
     configs, _ = mqar_grid(spec)
-    pairs = [sampler(g, batch, spec["seq_len"], spec["vocab"], kv) for g, (_, kv, _) in zip(gens, configs)]
+    pairs = [sampler(g, batch, spec["seq_len"], spec["vocab"], c[2]) for g, c in zip(gens, configs)]
     tokens, targets = torch.stack([p[0] for p in pairs]), torch.stack([p[1] for p in pairs])
     positions = scored_positions(targets, max(spec["kv_pairs"]))
     return tokens, positions, targets.gather(2, positions)
 
 
+class MqarMonitor:
+    """The `on_step` of E5: every `eval_every` steps, held-out accuracy of every model on a fixed check
+    set (fresh sequences from the evaluation distribution, drawn once), and per-model stopping.
+
+    A model stops (its parameters are held from then on) when it is *solved* (check accuracy ≥
+    `target_accuracy`), *diverged* (non-finite training loss) or on a *plateau* (its best check
+    accuracy over the last `plateau_steps` improved on the best before them by less than
+    `plateau_delta`, measured only after `plateau_steps` steps). A model still improving at the last
+    step is `max_steps` (not settled). The traces (step, check accuracy, mean training loss over the
+    preceding window) are kept for the certificate and the loss-curve figure.
+    """
+
+    def __init__(self, model, check_set, spec: dict, steps: int):
+        self.model, self.check_set, self.steps = model, check_set, steps
+        self.every = max(1, int(spec.get("eval_every", 50)))
+        self.target = float(spec.get("target_accuracy", 0.99))
+        self.window = max(1, int(spec.get("plateau_steps", 1000)) // self.every)
+        self.delta = float(spec.get("plateau_delta", 0.01))
+        m = len(model.embed.weight)
+        self.done = torch.zeros(m, dtype=torch.bool)
+        self.reason = ["max_steps"] * m
+        self.stop_step = [steps] * m
+        self.accuracy: list[list[float]] = [[] for _ in range(m)]
+        self.trace_steps: list[list[int]] = [[] for _ in range(m)]
+        self.losses: list[list[float]] = [[] for _ in range(m)]
+        self._window_loss = torch.zeros(m)
+        self._window_count = 0
+        self.eval_seconds = 0.0
+
+    def check_accuracy(self) -> torch.Tensor:
+        was_training = self.model.training
+        self.model.eval()
+        with torch.no_grad():
+            acc = torch.stack([masked_accuracy(self.model(t, p), y) for t, p, y in self.check_set]).mean(0)
+        self.model.train(was_training)
+        return acc.cpu()
+
+    def __call__(self, step: int, losses: torch.Tensor, batch) -> torch.Tensor | None:
+        losses = losses.detach().float().cpu()
+        self._window_loss += losses
+        self._window_count += 1
+        newly = torch.zeros_like(self.done)
+        for m in torch.nonzero(~self.done & ~torch.isfinite(losses)).flatten().tolist():
+            self.done[m], self.reason[m], self.stop_step[m] = True, "diverged", step + 1
+            newly[m] = True
+        if (step + 1) % self.every and step + 1 < self.steps:
+            return self.done.clone() if bool(newly.any()) else None
+        started = time.perf_counter()
+        acc = self.check_accuracy()
+        self.eval_seconds += time.perf_counter() - started
+        mean_loss = self._window_loss / self._window_count
+        self._window_loss.zero_()
+        self._window_count = 0
+        for m in range(len(acc)):
+            if self.done[m] and not newly[m]:
+                continue
+            history = self.accuracy[m]
+            history.append(float(acc[m]))
+            self.trace_steps[m].append(step + 1)
+            self.losses[m].append(float(mean_loss[m]))
+            if self.done[m]:
+                continue
+            if history[-1] >= self.target:
+                self.done[m], self.reason[m], self.stop_step[m] = True, "solved", step + 1
+            elif len(history) > self.window and max(history[-self.window:]) < max(history[:-self.window]) + self.delta:
+                self.done[m], self.reason[m], self.stop_step[m] = True, "plateau", step + 1
+        return self.done.clone()
+
+    def trace(self, m: int, values) -> str:
+        return " ".join(f"{s}:{v:.4g}" for s, v in zip(self.trace_steps[m], values))
+
+
 def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
-    """Train every (mixer, kv, seed) model of one d_model together; report held-out accuracy."""
+    """Train every (mixer, short conv, kv, seed) model of one d_model together, each until it is solved
+    (held-out accuracy ≥ target), on a plateau, diverged, or at `steps`; report held-out accuracy and
+    the learning certificate of each run."""
     d_model = int(context.part.removeprefix("d")) if context.part != "all" else spec["d_model"][0]
     configs, model_seeds = mqar_grid(spec)
     model = mqar_model(spec, d_model).to(context.device)
     train_gens = generators([s + context.seed for s in model_seeds], offset=1)
     eval_gens = generators([s + context.seed for s in model_seeds], offset=2)
+    check_gens = generators([s + context.seed for s in model_seeds], offset=3)
     train_sampler = mqar_curriculum_batch if spec["curriculum"] else mqar_batch
 
     def batch(gens, sampler):
@@ -307,18 +476,36 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
 
     settings = TrainSettings(steps=spec["steps"], lr=spec["lr"], optimizer="adamw", weight_decay=spec["weight_decay"],
                              warmup_steps=spec["warmup_steps"], schedule="cosine", clip_norm=1.0)
+    monitor = MqarMonitor(model, [batch(check_gens, mqar_batch) for _ in range(int(spec.get("check_batches", 1)))],
+                          spec, spec["steps"])
     started = time.perf_counter()
-    result = train_batched(model, lambda step: batch(train_gens, train_sampler), loss, settings, desc=f"E5 d={d_model}")
+    result = train_batched(model, lambda step: batch(train_gens, train_sampler), loss, settings,
+                           desc=f"E5 d={d_model}", on_step=monitor)
     train_time = time.perf_counter() - started
     model.eval()
     with torch.no_grad():
         accuracy = torch.stack([masked_accuracy(model(t, p), y) for t, p, y in
                                 (batch(eval_gens, mqar_batch) for _ in range(spec["eval_batches"]))]).mean(0)
-    return pd.DataFrame([
-        {"mixer": mixer, "kv_pairs": kv, "d_model": d_model, "seed": seed, "model_seed": ms, "vocab": spec["vocab"],
-         "seq_len": spec["seq_len"], "layers": spec["layers"], "heads": spec["heads"], "steps": result["steps_run"],
-         "batch": spec["batch"], "lr": spec["lr"], "weight_decay": spec["weight_decay"],
-         "accuracy": float(accuracy[i]), "final_train_loss": result["loss_history"][-1],
-         "models_in_group": len(configs), "wall_time_s": train_time}
-        for i, ((mixer, kv, seed), ms) in enumerate(zip(configs, model_seeds))
-    ])
+    history = result["model_loss_history"]
+    rows = []
+    for i, ((mixer, width, kv, seed), ms) in enumerate(zip(configs, model_seeds)):
+        own = history[: result["model_steps"][i], i].tolist()  # this model's own updates only
+        final = final_loss(own)
+        acc = float(accuracy[i])
+        status = learning_status(final, acc)
+        if status == DIVERGED:
+            acc = math.nan  # a diverged run has no accuracy to report, and is never counted as 0
+        rows.append({
+            "mixer": mixer, "short_conv": width, "kv_pairs": kv, "d_model": d_model, "seed": seed, "model_seed": ms,
+            "vocab": spec["vocab"], "seq_len": spec["seq_len"], "layers": spec["layers"], "heads": spec["heads"],
+            "mlp_ratio": spec.get("mlp_ratio", 4), "short_conv_on": spec.get("short_conv_on", "qkv") if width else "",
+            "max_steps": spec["steps"], "steps": result["steps_run"], "steps_run": int(result["model_steps"][i]),
+            "stop_reason": monitor.reason[i], "batch": spec["batch"], "lr": spec["lr"],
+            "weight_decay": spec["weight_decay"], "accuracy": acc,
+            # held-out sequences of the training length and kv: the in-distribution accuracy of the certificate
+            "train_accuracy": acc, "check_accuracy": monitor.accuracy[i][-1] if monitor.accuracy[i] else math.nan,
+            "final_train_loss": final, "loss_curve": loss_curve(own), "status": status,
+            "accuracy_trace": monitor.trace(i, monitor.accuracy[i]), "loss_trace": monitor.trace(i, monitor.losses[i]),
+            "models_in_group": len(configs), "wall_time_s": train_time, "eval_time_s": monitor.eval_seconds,
+        })
+    return pd.DataFrame(rows)

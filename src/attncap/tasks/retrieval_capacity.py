@@ -28,15 +28,17 @@ class DotStream:
     a capacity search then costs O(largest N) samples, never O(N) per bisection step.
     """
 
-    def __init__(self, d: int, betas: list[float], queries: int, seed: int, chunk: int = 1 << 17):
+    def __init__(self, d: int, betas: list[float], queries: int, seed: int, chunk: int = 1 << 17, block: int = 0):
         self.d, self.betas, self.queries, self.seed, self.chunk = d, np.asarray(betas, float), queries, seed, chunk
+        self.block = block  # which block of queries (GrowingDotStream): its own random stream
         self._sums: list[np.ndarray] = []  # per chunk: (2, n_betas, Q) sums of x and x² with x = e^{β(t−1)}
         self._cached = (-1, None)
         self.samples_drawn = 0
 
     def _chunk_dots(self, index: int) -> np.ndarray:
         if self._cached[0] != index:
-            rng = np.random.default_rng([self.seed, self.d, index])
+            key = [self.seed, self.d, index] if self.block == 0 else [self.seed, self.d, index, self.block]
+            rng = np.random.default_rng(key)
             self._cached = (index, sample_unit_dots(rng, (self.queries, self.chunk), self.d))
             self.samples_drawn += self.queries * self.chunk
         return self._cached[1]
@@ -59,6 +61,43 @@ class DotStream:
         """(n_betas, Q) exact-given-dots mean squared retrieval error with N = n stored pairs."""
         s1, s2 = self.sums(n - 1)
         return (s1 * s1 + s2) / (1.0 + s1) ** 2
+
+
+class GrowingDotStream:
+    """DotStream with a number of queries that grows on demand (a sequential test asks for more).
+
+    Queries come in blocks, each its own nested DotStream: sizes first, first, 2·first, 4·first, …
+    up to `max_block`, then `max_block` each, so the first q queries are the same whatever is asked for
+    later. Each block's chunk holds ≈ `elements` samples, bounding memory by (samples drawn)/chunk.
+    """
+
+    def __init__(self, d: int, betas: list[float], seed: int, first: int, max_block: int = 4096,
+                 elements: int = 1 << 17):
+        self.d, self.betas, self.seed, self.first, self.max_block, self.elements = d, betas, seed, first, max_block, elements
+        self.blocks: list[DotStream] = []
+
+    @property
+    def samples_drawn(self) -> int:
+        return sum(b.samples_drawn for b in self.blocks)
+
+    def _grow(self, queries: int) -> None:
+        while sum(b.queries for b in self.blocks) < queries:
+            k = len(self.blocks)
+            size = min(self.max_block, self.first if k == 0 else self.first * 2 ** (k - 1))
+            chunk = 1 << max(6, min(17, (self.elements // size).bit_length() - 1))
+            self.blocks.append(DotStream(self.d, self.betas, size, self.seed, chunk=chunk, block=k))
+
+    def error2(self, n: int, queries: int) -> np.ndarray:
+        """(n_betas, Q ≥ queries): per-query mean squared error at N = n over the first Q queries
+        (whole blocks; Q is the smallest block boundary ≥ queries)."""
+        self._grow(queries)
+        out, total = [], 0
+        for block in self.blocks:
+            if total >= queries:
+                break
+            out.append(block.error2(n))
+            total += block.queries
+        return np.concatenate(out, axis=1)
 
 
 def mqar_batch(generator: torch.Generator, batch: int, seq_len: int, vocab: int, kv_pairs: int):
