@@ -31,14 +31,16 @@ def main() -> None:
     parser.add_argument("--d-model", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
-    spec = yaml.safe_load(open(args.config))["retrieval_capacity"]["E5"] | {"steps": args.steps, "eval_batches": 1}
+    spec = yaml.safe_load(open(args.config))["retrieval_capacity"]["E5"] | {"steps": args.steps, "eval_batches": 1,
+                                                                           "target_accuracy": 2.0}  # no early stop
     batched_s, models = throughput(spec, args.d_model, args.threads)
     single_s = 0.0
     for mixer in spec["mixers"]:
-        for kv in spec["kv_pairs"]:
-            for seed in spec["seeds"]:
-                alone = spec | {"mixers": [mixer], "kv_pairs": [kv], "seeds": [seed]}
-                single_s += throughput(alone, args.d_model, args.threads)[0]
+        for conv in spec.get("short_conv", [False]):
+            for kv in spec["kv_pairs"]:
+                for seed in spec["seeds"]:
+                    alone = spec | {"mixers": [mixer], "short_conv": [conv], "kv_pairs": [kv], "seeds": [seed]}
+                    single_s += throughput(alone, args.d_model, args.threads)[0]
     rate = lambda s: models * args.steps / s  # noqa: E731
     print(f"MQAR group d_model={args.d_model}: {models} models × {args.steps} steps, {args.threads} thread(s)")
     print(f"{'mode':<16}{'seconds':>10}{'models·steps/s':>16}")

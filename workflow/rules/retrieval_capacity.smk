@@ -1,6 +1,6 @@
 # Claim 1: linear vs softmax attention as associative memory (E1-E4 Monte Carlo, E5 trained MQAR).
 RC = "retrieval_capacity"
-RC_FIGURES = ["linear_error", "softmax_capacity", "snr", "log2_law", "mqar_accuracy"]
+RC_FIGURES = ["linear_error", "softmax_capacity", "snr", "log2_law", "mqar_accuracy", "mqar_training"]
 RC_TABLES = ["blog_table", "softmax_capacity", "log2_law", "mqar_accuracy"]
 RC_MC = ["E1", "E2", "E3", "E4"]
 RC_MQAR_PARTS = [f"d{d}" for d in config.get(RC, {}).get("E5", {}).get("d_model", [])]  # one job per width

@@ -12,6 +12,8 @@ from torch import nn
 
 from attncap.seeding import seed_of
 
+from .mixers import short_convolution
+
 
 def _per_model(keys, shape, init) -> torch.Tensor:
     """One tensor per model, initialised by `init` under torch's global generator seeded from that
@@ -66,6 +68,27 @@ class BatchedEmbedding(nn.Module):
     def forward(self, index: torch.Tensor) -> torch.Tensor:
         m = torch.arange(index.shape[0], device=index.device).view(-1, *([1] * (index.dim() - 1)))
         return self.weight[m, index]
+
+
+class BatchedShortConv(nn.Module):
+    """Causal depthwise convolution over time per model: (M, ..., T, C) → same shape.
+
+    Weight (M, C, width), nn.Conv1d(C, C, width, groups=C, bias=False)'s default init per model;
+    `active` (M,) bool (None: all) marks the models that use it, the others pass x through unchanged.
+    """
+
+    def __init__(self, seeds, channels: int, width: int, salt: int = 0, active=None):
+        super().__init__()
+        seeds = [(int(s), salt) for s in seeds]
+        self.weight = nn.Parameter(_per_model(seeds, (channels, width), kaiming_uniform))
+        mask = None if active is None or all(active) else torch.as_tensor([bool(a) for a in active])
+        self.register_buffer("active", mask, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = short_convolution(x, self.weight)
+        if self.active is None:
+            return out
+        return torch.where(self.active.view(-1, *([1] * (x.dim() - 1))), out, x)
 
 
 class BatchedLayerNorm(nn.Module):

@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .layers import BatchedEmbedding, BatchedLayerNorm, BatchedLinear
-from .mixers import BETA_MAX, SOFTMAX_MIXERS, mix
+from .layers import BatchedEmbedding, BatchedLayerNorm, BatchedLinear, BatchedShortConv
+from .mixers import BETA_MAX, SHORT_CONV_PLACES, SOFTMAX_MIXERS, mix
 
 
 def rotary(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
@@ -40,9 +40,14 @@ def contiguous_groups(names: list[str]) -> list[tuple[str, int, int]]:
 
 
 class MixerBlock(nn.Module):
-    """Pre-LN residual block: x + Mixer(LN(x)), then x + MLP(LN(x))."""
+    """Pre-LN residual block: x + Mixer(LN(x)), then x + MLP(LN(x)).
 
-    def __init__(self, seeds, mixers, d_model, n_heads, mlp_ratio, positional, salt):
+    With short_conv = W > 0 a causal depthwise convolution of width W runs on the mixer's input
+    (short_conv_on='input') or on q, k and v ('qkv'), for the models marked in `conv_models` (None: all).
+    """
+
+    def __init__(self, seeds, mixers, d_model, n_heads, mlp_ratio, positional, salt, short_conv=0,
+                 short_conv_on="qkv", conv_models=None):
         super().__init__()
         n = len(seeds)
         self.groups = contiguous_groups(list(mixers))
@@ -60,6 +65,14 @@ class MixerBlock(nn.Module):
         # model in this block needs it, so other claims' models (and their inits) are unchanged.
         if any(name in BETA_MAX for name, _, _ in self.groups):
             self.beta = BatchedLinear(seeds, d_model, n_heads, salt=salt + 5)
+        # Likewise the short convolution exists only when asked for (its own salt: other inits unchanged).
+        self.conv = None
+        if short_conv:
+            if short_conv_on not in SHORT_CONV_PLACES:
+                raise ValueError(f"short_conv_on={short_conv_on!r}; known: {SHORT_CONV_PLACES}")
+            channels = d_model if short_conv_on == "input" else 3 * d_model
+            self.conv = BatchedShortConv(seeds, channels, short_conv, salt=salt + 6, active=conv_models)
+            self.conv_on = short_conv_on
         self.value_norm = None  # (M,) largest ‖u_t‖ of the last forward pass, for logging
 
     def betas(self, x: torch.Tensor, name: str, lo: int, hi: int) -> torch.Tensor | None:
@@ -71,7 +84,12 @@ class MixerBlock(nn.Module):
 
     def mixer_output(self, x: torch.Tensor) -> torch.Tensor:
         m, b, t, d = x.shape
-        q, k, v = self.qkv(x).view(m, b, t, 3, self.n_heads, d // self.n_heads).permute(3, 0, 1, 4, 2, 5)
+        if self.conv is not None and self.conv_on == "input":
+            x = self.conv(x)
+        qkv = self.qkv(x)
+        if self.conv is not None and self.conv_on == "qkv":
+            qkv = self.conv(qkv)
+        q, k, v = qkv.view(m, b, t, 3, self.n_heads, d // self.n_heads).permute(3, 0, 1, 4, 2, 5)
         parts, norms = [], []
         for name, lo, hi in self.groups:
             qs, ks = q[lo:hi], k[lo:hi]
@@ -94,10 +112,13 @@ class MixerBlock(nn.Module):
 
 class BatchedLM(nn.Module):
     """Token embedding → blocks → LN → unembedding. Positions: 'learned' (added to the embedding),
-    'rotary' (rotary q/k in softmax mixers only) or 'rotary_all' (rotary q/k in every mixer)."""
+    'rotary' (rotary q/k in softmax mixers only) or 'rotary_all' (rotary q/k in every mixer).
+    short_conv = W > 0 adds a width-W causal depthwise convolution to every block (see MixerBlock),
+    for the models marked True in `conv_models` (None: every model)."""
 
     def __init__(self, seeds, mixers, *, vocab: int, d_model: int, n_layers: int, n_heads: int = 1,
-                 max_len: int = 512, mlp_ratio: int = 4, positional: str = "learned"):
+                 max_len: int = 512, mlp_ratio: int = 4, positional: str = "learned", short_conv: int = 0,
+                 short_conv_on: str = "qkv", conv_models=None, tie_embeddings: bool = False):
         super().__init__()
         if len(mixers) != len(seeds):
             raise ValueError("one mixer name per model")
@@ -109,11 +130,16 @@ class BatchedLM(nn.Module):
         if positional == "learned":
             self.position = BatchedEmbedding(seeds, max_len, d_model, salt=13, std=0.02 * d_model**0.5)
         self.blocks = nn.ModuleList(
-            MixerBlock(seeds, mixers, d_model, n_heads, mlp_ratio, positional, salt=100 * (i + 1))
+            MixerBlock(seeds, mixers, d_model, n_heads, mlp_ratio, positional, salt=100 * (i + 1),
+                       short_conv=short_conv, short_conv_on=short_conv_on, conv_models=conv_models)
             for i in range(n_layers)
         )
         self.norm = BatchedLayerNorm(n, d_model)
-        self.unembed = BatchedLinear(seeds, d_model, vocab, bias=False, salt=17)
+        # tie_embeddings: logits read the token table itself (GPT-2 and Zoology's MQAR models), so a value
+        # copied by attention is scored by its own embedding; the untied unembedding is then not created.
+        self.tied = bool(tie_embeddings)
+        if not self.tied:
+            self.unembed = BatchedLinear(seeds, d_model, vocab, bias=False, salt=17)
 
     def value_norm(self) -> torch.Tensor:
         """(M,) largest ‖u_t‖ over all layers, heads and positions of the last forward pass."""
@@ -130,6 +156,10 @@ class BatchedLM(nn.Module):
             x = block(x)
         if positions is not None:
             x = x.gather(2, positions.unsqueeze(-1).expand(*positions.shape, x.shape[-1]))
+        if self.tied:
+            x = self.norm(x)
+            return torch.bmm(x.reshape(x.shape[0], -1, x.shape[-1]), self.embed.weight.transpose(1, 2)).view(
+                *x.shape[:-1], -1)
         return self.unembed(self.norm(x))
 
 

@@ -139,6 +139,30 @@ def deltaformer(q, k, v, beta=None, *, kernel: str = "exp", return_values: bool 
     return (out, values) if return_values else out
 
 
+def short_convolution(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """Causal depthwise convolution over time: out[t, c] = Σ_j weight[c, j] · x[t − (W−1) + j, c].
+
+    x is (M, ..., T, C) and weight (M, C, W) (one filter per model and channel; the last tap reads the
+    current position, earlier taps earlier positions, positions before 0 are zero). This is the short
+    convolution that recall models put before the mixer (Zoology's BaseConv, the ShortConvolution of
+    flash-linear-attention's GLA/DeltaNet/Mamba-2 layers): with it, position t can carry the token
+    before it, so the previous-token head of the recall circuit need not be learned from positions.
+    Computed as W shifted multiply-adds (W is 2-4), which is cheaper than a grouped conv1d on a CPU core.
+    """
+    width = weight.shape[-1]
+    view = (weight.shape[0],) + (1,) * (x.dim() - 2) + (weight.shape[1],)
+    out = x * weight[..., width - 1].reshape(view)
+    for lag in range(1, min(width, x.shape[-2])):
+        tap = weight[..., width - 1 - lag].reshape(view)
+        out = out + F.pad(x[..., :-lag, :], (0, 0, lag, 0)) * tap
+    return out
+
+
+SHORT_CONV_PLACES = ("input", "qkv")
+"""Where a block applies its short convolution: on the mixer's input (after the LayerNorm, before the
+q/k/v projection) or on q, k and v separately after it (flash-linear-attention's choice)."""
+
+
 MIXERS = {
     "softmax": lambda q, k, v: softmax_attention(q, k, v),
     "linear_identity": lambda q, k, v: linear_attention(q, k, v, feature="identity", normalize=False),

@@ -1,0 +1,100 @@
+"""Claim 1's E5 machinery: the short causal convolution shared by every mixer, and per-model early stopping
+with the learning certificate in the MQAR rows."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attncap.experiments import retrieval_capacity as rc_exp
+from attncap.experiments.context import RunContext
+from attncap.models.lm import BatchedLM
+from attncap.models.mixers import short_convolution
+
+
+@pytest.mark.parametrize("width", [1, 2, 4, 9])
+def test_short_convolution_is_a_causal_depthwise_conv1d_per_model(width):
+    g = torch.Generator().manual_seed(width)
+    x, w = torch.randn(3, 2, 7, 5, generator=g, dtype=torch.float64), torch.randn(3, 5, width, generator=g, dtype=torch.float64)
+    out = short_convolution(x, w)
+    for m in range(3):
+        ref = F.conv1d(x[m].transpose(1, 2), w[m][:, None, :], padding=width - 1, groups=5)[..., :7].transpose(1, 2)
+        torch.testing.assert_close(out[m], ref, rtol=1e-12, atol=1e-12)
+    later = x.clone()
+    later[:, :, 4:] += 1.0  # changing positions ≥ 4 leaves the outputs before 4 unchanged
+    torch.testing.assert_close(short_convolution(later, w)[:, :, :4], out[:, :, :4], rtol=0, atol=0)
+
+
+def _lm(**kw):
+    return BatchedLM([3, 5, 7, 9], ["softmax", "softmax", "linear_elu", "linear_elu"], vocab=32, d_model=16,
+                     n_layers=2, max_len=16, **kw)
+
+
+def test_models_without_the_convolution_keep_their_init_and_numbers():
+    tokens = torch.randint(0, 32, (4, 2, 12), generator=torch.Generator().manual_seed(0))
+    plain = _lm()
+    assert not any("conv" in name for name in plain.state_dict())
+    mixed = _lm(short_conv=4, conv_models=[False, True, False, True])
+    for name, value in plain.state_dict().items():
+        assert torch.equal(value, mixed.state_dict()[name]), name
+    a, b = plain(tokens), mixed(tokens)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[2], b[2])
+    assert not torch.allclose(a[1], b[1])
+
+
+@pytest.mark.parametrize("place", ["input", "qkv"])
+def test_convolution_trains_only_where_it_is_used(place):
+    tokens = torch.randint(0, 32, (4, 2, 12), generator=torch.Generator().manual_seed(1))
+    model = _lm(short_conv=3, short_conv_on=place, conv_models=[True, False, True, False])
+    model(tokens).square().mean().backward()
+    grad = model.blocks[0].conv.weight.grad
+    assert grad.shape == (4, 16 if place == "input" else 48, 3)
+    assert grad[0].abs().sum() > 0 and grad[1].abs().sum() == 0 and grad[3].abs().sum() == 0
+
+
+def test_tied_embeddings_score_with_the_token_table():
+    model = _lm(tie_embeddings=True)
+    assert not hasattr(model, "unembed")
+    assert model(torch.zeros(4, 1, 5, dtype=torch.long)).shape == (4, 1, 5, 32)
+
+
+SPEC = {"vocab": 32, "seq_len": 16, "kv_pairs": [2, 4], "d_model": [16], "mixers": ["softmax", "linear_elu"],
+        "layers": 1, "heads": 1, "seeds": [0], "steps": 30, "batch": 8, "lr": 0.003, "weight_decay": 0.1,
+        "warmup_steps": 2, "eval_batches": 1, "curriculum": True, "positional": "learned", "short_conv": [True, False],
+        "short_conv_width": 4, "short_conv_on": "qkv", "mlp_ratio": 0, "tie_embeddings": True,
+        "target_accuracy": 0.99, "eval_every": 5, "check_batches": 1, "plateau_steps": 10, "plateau_delta": 0.01}
+
+
+def _run(**changes):
+    context = RunContext.create(claim="retrieval_capacity", experiment="E5", part="d16", device="cpu")
+    return rc_exp.mqar(SPEC | changes, context)
+
+
+def test_every_model_stops_when_solved_and_rows_carry_the_certificate():
+    rows = _run(target_accuracy=0.0)  # every model "solves" at the first check
+    assert len(rows) == 8 and set(rows["short_conv"]) == {0, 4}
+    assert (rows["steps_run"] == 5).all() and (rows["stop_reason"] == "solved").all()
+    assert (rows["steps"] == 5).all()  # the loop ends once every model is done
+    for column in ("final_train_loss", "loss_curve", "train_accuracy", "status", "accuracy_trace", "loss_trace"):
+        assert column in rows
+    assert rows["final_train_loss"].map(math.isfinite).all()
+
+
+def test_plateau_and_step_limit_are_told_apart():
+    rows = _run(plateau_delta=1.0)  # any gain < 1 counts as a plateau: stop after plateau_steps + one check
+    assert (rows["stop_reason"] == "plateau").all() and (rows["steps_run"] == 15).all()
+    rows = _run(plateau_steps=1000)  # no plateau possible within 30 steps, nothing solves at 0.99
+    assert set(rows["stop_reason"]) <= {"max_steps", "solved"} and (rows["steps_run"] <= 30).all()
+
+
+def test_a_diverged_model_is_stopped_and_recorded_as_diverged():
+    model = rc_exp.mqar_model(SPEC, 16)
+    check = [tuple(rc_exp.mqar_batch_stack(SPEC, [torch.Generator().manual_seed(i) for i in range(8)], 4))]
+    monitor = rc_exp.MqarMonitor(model, check, SPEC, steps=30)
+    losses = torch.ones(8)
+    losses[3] = math.nan
+    done = monitor(0, losses, None)
+    assert done.tolist() == [i == 3 for i in range(8)] and monitor.reason[3] == "diverged"
+    from attncap.claims import DIVERGED, learning_status
+
+    assert learning_status(math.nan, 0.0) == DIVERGED
