@@ -261,7 +261,10 @@ for ax, d in zip(axes, d_values):
     ax.set_xscale("log", base=2)
     ax.set_xticks(kv, [str(k) for k in kv])
     plotting.label(ax, f"d_model = {d}", "key-value pairs", "held-out accuracy")
-axes[-1].legend(fontsize="x-small", loc="lower left")
+for ax in axes[:-1]:
+    if ax.get_legend() is not None:
+        ax.get_legend().remove()
+axes[-1].legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.02, 0.5))
 fig.suptitle(f"MQAR held-out accuracy vs kv, per width ({tier} tier)")
 plotting.save(fig, figures_dir, CLAIM, "mqar_accuracy")
 acc.pivot_table(index=["mixer", "arm", "d_model"], columns="kv_pairs", values="accuracy")
@@ -307,6 +310,6 @@ for col, d in enumerate(d_values):
     plotting.label(axes[1, col], "", "training step", "training loss")
 handles = [Line2D([], [], color=colors[m], ls=styles[a], label=f"{m}, {a}") for m in mixers for a in styles]
 handles += [Line2D([], [], color="gray", alpha=al, label=f"kv = {kv}") for kv, al in kv_alpha.items()]
-axes[0, -1].legend(handles=handles, fontsize="xx-small", loc="center right")
+axes[0, -1].legend(handles=handles, fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
 fig.suptitle(f"MQAR learning curves ({tier} tier)")
 plotting.save(fig, figures_dir, CLAIM, "mqar_training")
