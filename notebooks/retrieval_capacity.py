@@ -22,26 +22,22 @@
 # %% tags=["parameters"]
 results_dir = "results"
 tier = "default"
+runs = ""  # the rule's run CSVs (JSON list); empty: every CSV under results/retrieval_capacity/runs
 
 # %%
-import json
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import seaborn as sns
 
 from attncap import plotting, theory
-from attncap.claims.evaluate import load_tables
-from attncap.claims.retrieval_capacity import BLOG_EPSILON, BLOG_TABLE
+from attncap.claims.retrieval_capacity import BLOG_EPSILON, BLOG_TABLE, log_squared_fit, softmax_growth_fits
+from attncap.notebook import open_claim
 
 CLAIM = "retrieval_capacity"
-runs = Path(results_dir) / CLAIM / "runs"
-tables = load_tables(sorted(runs.glob("*.csv")))
-figures_dir, tables_dir = Path(results_dir) / "figures", Path(results_dir) / "tables"
-plotting.setup()
-verdicts = json.loads((Path(results_dir) / "claims" / f"{CLAIM}.json").read_text())
-pd.DataFrame(verdicts["checks"])[["id", "statement", "measured", "verdict"]]
+claim = open_claim(CLAIM, results_dir, runs)
+tables, verdicts = claim.tables, claim.verdicts
+figures_dir, tables_dir = claim.figures_dir, claim.tables_dir
+claim.checks()
 
 # %% [markdown]
 # ## Linear attention: error grows as (N−1)/d
@@ -118,9 +114,9 @@ blog_ax.scatter(list(BLOG_TABLE), [v[1] for v in BLOG_TABLE.values()], marker="x
 if len(ours):
     blog_ax.errorbar(ours["d"], ours["n_star"], yerr=[ours["n_star"] - ours["n_lo"], ours["n_hi"] - ours["n_star"]],
                      marker="o", ms=4, color=palette.get("d", "C0"), ls="", capsize=2, label="measured N* (β = d)")
-fit_ok = ours[~ours["censored"].astype(bool)]
-if len(fit_ok) >= 3:
-    slope, intercept = np.polyfit(fit_ok["d"], np.log(fit_ok["n_star"].astype(float)), 1)
+growth = softmax_growth_fits(e3).get(float(BLOG_EPSILON), {"n": 0})  # the verdict's own fit
+if growth["n"] >= 3:
+    slope, intercept = growth["slope"], growth["intercept"]
     fitted = np.exp(intercept + slope * d_line)
     keep = fitted < 1e230  # the table stops at 6e219
     blog_ax.plot(d_line[keep], fitted[keep], color=palette.get("d", "C0"), lw=1, label=f"our fit e^({slope:.2f}d), extrapolated")
@@ -213,10 +209,9 @@ fig, ax = plotting.figure()
 ax.errorbar(e4["ln_n_squared"], e4["d_min"], yerr=[e4["d_min"] - e4["d_lo"], e4["d_hi"] - e4["d_min"]], fmt="o-",
             capsize=2, label="measured d_min (median SNR⁻¹ ≤ 1), bar: interval")
 ax.plot(e4["ln_n_squared"], e4["theory_typical_d_min"], "--", color="black", label="typical-key prediction")
-e4_ok = e4[~e4["censored"].astype(bool)]
-fit = np.polyfit(e4_ok["ln_n_squared"], e4_ok["d_min"], 1)
-ax.plot(e4["ln_n_squared"], np.polyval(fit, e4["ln_n_squared"]), ":", color="gray",
-        label=f"fit d = {fit[0]:.3f}(ln N)² + {fit[1]:.1f}")
+fit = log_squared_fit(e4)  # the verdict's own fit (uncensored rows)
+ax.plot(e4["ln_n_squared"], fit["intercept"] + fit["slope"] * e4["ln_n_squared"], ":", color="gray",
+        label=f"fit d = {fit['slope']:.3f}(ln N)² + {fit['intercept']:.1f}, R² {fit['r2']:.3f}")
 plotting.label(ax, "Exponential kernel: dimension needed vs (ln N)²", "(ln N)²", "smallest d with SNR⁻¹ ≤ 1")
 plotting.save(fig, figures_dir, CLAIM, "log2_law")
 plotting.save_table(e4[["n", "ln_n_squared", "d_min", "d_lo", "d_hi", "status", "queries", "theory_typical_d_min",

@@ -115,14 +115,25 @@ def softmax_bound_valid(e3: pd.DataFrame | None, mgf: str) -> Check:
                  f"exact (integers); {INTERVAL}", every_cell_verdict(passes))
 
 
+def softmax_growth_fits(e3: pd.DataFrame) -> dict[float, dict]:
+    """Per ε: the fit of log N* against d at β = d on the uncensored capacities (what the verdict
+    `exponential_vs_linear` tests and the capacity figure extrapolates)."""
+    cap = e3[(e3["kind"] == "capacity") & (e3["beta_name"] == "d") & ~e3["censored"].astype(bool)]
+    return {float(eps): linear_fit(g["d"], np.log(g["n_star"].astype(float))) for eps, g in cap.groupby("epsilon")}
+
+
+def log_squared_fit(e4: pd.DataFrame) -> dict:
+    """d_min against (ln N)² on the uncensored rows (what `log_squared_law` tests and the figure draws)."""
+    ok = e4[~e4["censored"].astype(bool)]
+    return linear_fit(ok["ln_n_squared"], ok["d_min"])
+
+
 def exponential_vs_linear(e3: pd.DataFrame | None, e1: pd.DataFrame | None) -> Check:
     statement = "Softmax N* grows exponentially in d (β = d); linear N* grows linearly"
     expected = "R²(log N* ~ d) ≥ 0.95 at β = d; R²(N* ~ d) ≥ 0.95 for linear"
     if e3 is None or e1 is None or "n_star" not in e3 or "theory_capacity" not in e1:
         return _missing("exponential_vs_linear", statement, BLOG, expected)
-    cap = e3[(e3["kind"] == "capacity") & (e3["beta_name"] == "d") & ~e3["censored"].astype(bool)]
-    softmax_fits = {f"eps={eps}": linear_fit(g["d"], np.log(g["n_star"].astype(float)))
-                    for eps, g in cap.groupby("epsilon")}
+    softmax_fits = {f"eps={eps}": fit for eps, fit in softmax_growth_fits(e3).items()}
     lin = e1[e1["kind"] == "capacity"]
     linear_fits = {f"eps={eps}": linear_fit(g["d"], g["n"]) for eps, g in lin.groupby("epsilon")}
     results = [f["r2"] >= 0.95 and f["slope"] > 0 for f in softmax_fits.values() if f["n"] >= 3]
@@ -217,7 +228,7 @@ def log_squared_law(e4: pd.DataFrame | None) -> Check:
     if e4 is None or "d_min" not in e4:
         return _missing("log_squared_law", statement, ZHONG, expected)
     ok = e4[~e4["censored"].astype(bool)]
-    fit = linear_fit(ok["ln_n_squared"], ok["d_min"])
+    fit = log_squared_fit(e4)
     passed = None if fit["n"] < 3 else (fit["r2"] >= 0.95 and fit["slope"] > 0)
     if "d_lo" in e4:  # each d_min has its interval [d_lo, d_hi] (median decided at DECISION_Z standard errors)
         fit = fit | {"cells_unresolved": int((ok["d_lo"] < ok["d_hi"]).sum()),
