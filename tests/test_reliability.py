@@ -19,7 +19,7 @@ TINY_MQAR = {"vocab": 32, "seq_len": 16, "kv_pairs": [2, 4], "d_model": [16], "m
              "short_conv": [True, False], "short_conv_width": 4, "short_conv_on": "qkv", "mlp_ratio": 0,
              "tie_embeddings": True, "target_accuracy": 0.99, "eval_every": 5, "check_batches": 1,
              "plateau_steps": 10, "plateau_delta": 0.01}
-PROVENANCE = {"wall_time_s", "job_wall_time_s", "git_revision"}
+PROVENANCE = {"wall_time_s", "job_wall_time_s", "eval_time_s", "git_revision"}
 
 
 def run_job(claim, experiment, spec, out, part="all"):
