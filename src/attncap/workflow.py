@@ -63,6 +63,17 @@ class Rules:
         module = importlib.import_module(f"attncap.experiments.{claim}")
         return [f"results/{claim}/runs/{name}.csv" for name in module.expected_cells(self.config[claim])]
 
+    def table_parts(self, claim: str) -> dict[str, list[str]]:
+        """Experiment id → its job parts, read off the run-table names ('A1_p0' → A1: [p0]; a table
+        without a part, 'M1', gives M1: []): the values the rules' wildcards may take."""
+        parts: dict[str, list[str]] = {}
+        for path in self.run_tables(claim):
+            experiment, _, part = path.rsplit("/", 1)[1].removesuffix(".csv").partition("_")
+            parts.setdefault(experiment, [])
+            if part:
+                parts[experiment].append(part)
+        return parts
+
     def claim_json(self, claim: str) -> str:
         """The claim's whole config section as JSON: the analysis checks the run tables cover its grid."""
         return json.dumps(self.config.get(claim, {}), sort_keys=True)

@@ -1,13 +1,10 @@
 # Claim 2: attention-only transformers memorize H·d_h + d associations (A1–A3, A5, A6 trained; A4 from A1).
-from attncap.experiments.aot_memorization import part_names as aot_part_names
-
 AOT = "aot_memorization"
-AOT_EXPERIMENTS = ["A1", "A2", "A3", "A5", "A6"]
 AOT_FIGURES = ["accuracy_vs_heads", "accuracy_vs_dhead", "accuracy_vs_d", "slope_vs_d", "aot_vs_mlp",
                "d2_bound"]
 AOT_TABLES = ["fitted_laws", "published_comparison", "accuracy_vs_heads", "aot_vs_mlp"]
 register_claim(AOT, AOT_FIGURES, AOT_TABLES)
-AOT_PARTS = {e: aot_part_names(e, config[AOT][e]) for e in AOT_EXPERIMENTS if e in config.get(AOT, {})}
+AOT_PARTS = table_parts(AOT)
 
 
 rule train_aot_memorization:

@@ -8,6 +8,7 @@ TIER = RULES.tier
 FINAL_TARGETS = RULES.final_targets  # claim -> files `rule all` asks for
 spec_json = RULES.spec_json
 run_tables = RULES.run_tables  # claim -> its run CSVs (verdicts and notebook read exactly these)
+table_parts = RULES.table_parts  # claim -> {experiment: [parts]}, from the same list (wildcard values)
 experiment_command = RULES.experiment_command
 notebook_outputs = RULES.notebook_outputs
 notebook_command = RULES.notebook_command

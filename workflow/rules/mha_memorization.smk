@@ -6,16 +6,15 @@ MHA = "mha_memorization"
 MHA_FIGURES = ["rank_laws", "heads", "context_size", "head_size", "shared_vs_nonshared", "regression",
                "saturation", "assumptions"]
 MHA_TABLES = ["rank_laws", "memorization", "fits", "assumptions"]
-MHA_TRAINED = ["M2", "M3", "M4", "M5", "M6"]
 register_claim(MHA, MHA_FIGURES, MHA_TABLES)
-MHA_PARTS = {e: [f"p{i}" for i in range(config[MHA][e]["parts"])] for e in MHA_TRAINED if e in config.get(MHA, {})}
+MHA_PARTS = {e: parts for e, parts in table_parts(MHA).items() if parts}  # trained experiments run in parts
 
 
 rule experiment_mha_memorization:
     output:
         "results/mha_memorization/runs/{experiment}.csv",
     wildcard_constraints:
-        experiment=alternation(["M1", "M8"]),
+        experiment=alternation(e for e, parts in table_parts(MHA).items() if not parts),
     params:
         spec=lambda w: spec_json(MHA, w.experiment),
     threads: 1

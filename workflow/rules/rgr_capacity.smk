@@ -1,6 +1,4 @@
 # Claim 4: relational graph recognition, the D_K* = Θ(m'·log m'/d_model) law and head splits (R1-R5).
-from attncap.experiments.rgr_capacity import parts as rgr_parts
-
 RGR = "rgr_capacity"
 RGR_FIGURES = ["f1_curves", "dkstar_heatmap", "law", "diagonal", "uncompressed", "contexts"]
 RGR_TABLES = ["dkstar_cells", "dkstar_by_h", "law_fit", "threshold_widths"]
@@ -8,15 +6,9 @@ RGR_SEARCHES = ["R2", "R3", "R4", "R5"]
 register_claim(RGR, RGR_FIGURES, RGR_TABLES)
 
 
-# Run CSVs per experiment: R1 in interleaved D_K slices, a search per (m, d_model, graph) cell (cells an
+# Parts per experiment: R1 in interleaved D_K slices, a search per (m, d_model, graph) cell (cells an
 # earlier search experiment already covers with the same settings are not run twice).
-RGR_PARTS = {experiment: rgr_parts(experiment, config[RGR][experiment], config[RGR])
-             for experiment in (["R1"] + RGR_SEARCHES if RGR in config else [])}
-RGR_RUNS = {
-    experiment: [f"results/rgr_capacity/runs/{experiment}_{part}.csv"
-                 for part in rgr_parts(experiment, config[RGR][experiment], config[RGR])]
-    for experiment in (["R1"] + RGR_SEARCHES if RGR in config else [])
-}
+RGR_PARTS = table_parts(RGR)
 
 
 rule train_rgr_capacity:
