@@ -334,7 +334,10 @@ def trained_recall(e5: pd.DataFrame | None) -> list[Check]:
         gaps = {m: float(cell["softmax"] - cell[m]) for m in cell.index if m.startswith("linear")}
         gap = Check(ids[2][0], statement, source, {"softmax": float(cell["softmax"]), **{f"gap {m}": g for m, g in gaps.items()}},
                     ids[2][2], "0.3", every_cell_verdict([g >= 0.3 for g in gaps.values()]))
-        gate(gap, precondition, "; ".join(f for f in (control_failure, linear_failure) if f))
+        # the gap compares one cell: its own linear runs must have settled (the control everywhere)
+        in_cell = e5[(e5["d_model"] == d_cell) & (e5["kv_pairs"] == kv_cell)]
+        cell_linear_failure = mqar_preconditions(in_cell)[2]
+        gate(gap, precondition, "; ".join(f for f in (control_failure, cell_linear_failure) if f))
     else:
         gap = _missing(ids[2][0], statement, source, ids[2][2])
     return [solve, trend, gap]
