@@ -2,8 +2,7 @@
 RC = "retrieval_capacity"
 RC_FIGURES = ["linear_error", "softmax_capacity", "snr", "log2_law", "mqar_accuracy", "mqar_training"]
 RC_TABLES = ["blog_table", "softmax_capacity", "log2_law", "mqar_accuracy"]
-RC_MC = ["E1", "E2", "E3", "E4"]
-RC_MQAR_PARTS = [f"d{d}" for d in config.get(RC, {}).get("E5", {}).get("d_model", [])]  # one job per width
+RC_PARTS = table_parts(RC)  # E1-E4: one Monte Carlo job each; E5: one training job per width
 register_claim(RC, RC_FIGURES, RC_TABLES)
 
 
@@ -11,15 +10,13 @@ rule experiment_retrieval_capacity:
     output:
         "results/retrieval_capacity/runs/{experiment}.csv",
     wildcard_constraints:
-        experiment=alternation(RC_MC),
+        experiment=alternation(e for e, parts in RC_PARTS.items() if not parts),
     params:
         spec=lambda w: spec_json(RC, w.experiment),
     threads: 1
     resources:
         mem_mb=4000,
-        runtime=30,
-    conda:
-        "../../envs/attncap.yaml"
+        runtime=TRAIN_RUNTIME,
     log:
         "results/logs/retrieval_capacity/{experiment}.log",
     benchmark:
@@ -32,16 +29,14 @@ rule train_retrieval_capacity:
     output:
         "results/retrieval_capacity/runs/E5_{part}.csv",
     wildcard_constraints:
-        part=alternation(RC_MQAR_PARTS),  # only the widths the config lists
+        part=alternation(RC_PARTS.get("E5", [])),  # only the widths the config lists
     params:
         spec=lambda w: spec_json(RC, "E5"),
     threads: 1
     resources:
         mem_mb=4000,
-        runtime=60,
-        gpu=1 if config["device"] == "cuda" else 0,
-    conda:
-        "../../envs/attncap.yaml"
+        runtime=TRAIN_RUNTIME,
+        gpu=GPU,
     log:
         "results/logs/retrieval_capacity/E5_{part}.log",
     benchmark:
@@ -59,8 +54,6 @@ rule analyze_retrieval_capacity:
         summary="results/retrieval_capacity/summary.csv",
     params:
         spec=lambda w: claim_json(RC),  # the analysis checks the run tables cover this grid
-    conda:
-        "../../envs/attncap.yaml"
     log:
         "results/logs/retrieval_capacity/analyze.log",
     shell:
@@ -76,8 +69,6 @@ rule notebook_retrieval_capacity:
         source="notebooks/retrieval_capacity.py",
     output:
         notebook_outputs(RC, RC_FIGURES, RC_TABLES),
-    conda:
-        "../../envs/attncap.yaml"
     log:
         "results/logs/retrieval_capacity/notebook.log",
     params:

@@ -23,8 +23,6 @@ rule train_rgr_capacity:
         mem_mb=3000,
         runtime=TRAIN_RUNTIME,
         gpu=GPU,
-    conda:
-        "../../envs/attncap.yaml"
     log:
         "results/logs/rgr_capacity/R1_{part}.log",
     benchmark:
@@ -46,8 +44,6 @@ rule search_rgr_capacity:
         mem_mb=3000,
         runtime=TRAIN_RUNTIME,
         gpu=GPU,
-    conda:
-        "../../envs/attncap.yaml"
     log:
         "results/logs/rgr_capacity/{experiment}_{part}.log",
     benchmark:
@@ -65,8 +61,6 @@ rule analyze_rgr_capacity:
         summary="results/rgr_capacity/summary.csv",
     params:
         spec=lambda w: claim_json(RGR),  # the analysis checks the run tables cover this grid
-    conda:
-        "../../envs/attncap.yaml"
     log:
         "results/logs/rgr_capacity/analyze.log",
     shell:
@@ -82,8 +76,6 @@ rule notebook_rgr_capacity:
         source="notebooks/rgr_capacity.py",
     output:
         notebook_outputs(RGR, RGR_FIGURES, RGR_TABLES),
-    conda:
-        "../../envs/attncap.yaml"
     log:
         "results/logs/rgr_capacity/notebook.log",
     params:
