@@ -273,7 +273,7 @@ def rgr_capacity(section: dict) -> list[tuple[str, str, float]]:
 
 def swap_state_tracking(section: dict) -> list[tuple[str, str, float]]:
     out = []
-    for exp in ("S1", "S2"):
+    for exp in ("S1", "S2", "S3"):  # maximum steps at T_train: an upper bound (curriculum, early stopping)
         spec = section.get(exp)
         if spec is None:
             continue

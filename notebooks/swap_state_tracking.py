@@ -61,6 +61,7 @@
 # %% tags=["parameters"]
 results_dir = "results"
 tier = "default"
+runs = ""  # the rule's run CSVs (JSON list); empty: every CSV under results/swap_state_tracking/runs
 
 # %%
 from pathlib import Path
@@ -71,17 +72,14 @@ import pandas as pd
 import seaborn as sns
 
 from attncap import plotting
-from attncap.claims.evaluate import load_tables
+from attncap.notebook import open_claim
 
 CLAIM = "swap_state_tracking"
 results = Path(results_dir)
-figures, tables_dir = results / "figures", results / "tables"
-plotting.setup()
-runs = sorted((results / CLAIM / "runs").glob("*.csv"))
-tables = load_tables(runs)
-s1, s2, s3 = (tables.get(e, pd.DataFrame()) for e in ("S1", "S2", "S3"))
-print(f"tier={tier}; run files: {[p.name for p in runs]}")
-print(f"S1: {len(s1)} rows, S2: {len(s2)} rows, S3: {len(s3)} rows")
+claim = open_claim(CLAIM, results_dir, runs)
+figures, tables_dir = claim.figures_dir, claim.tables_dir
+s1, s2, s3 = (claim.tables.get(e, pd.DataFrame()) for e in ("S1", "S2", "S3"))
+print(f"tier={tier}; S1: {len(s1)} rows, S2: {len(s2)} rows, S3: {len(s3)} rows")
 
 
 def length_label(frame):
@@ -216,6 +214,7 @@ if len(s1):
         above = (matrix - chance) / (1 - chance)  # chance-corrected: 0 = chance, 1 = perfect
         image = ax.imshow(above, aspect="auto", cmap="viridis", vmin=0, vmax=1, interpolation="nearest",
                           extent=(0.5, matrix.shape[1] + 0.5, len(rows) - 0.5, -0.5))
+        ax.grid(False)
         ax.axvline(t_train + 0.5, color="black", lw=1.2)
         for y, stages in enumerate(rows["curriculum"]):
             for stage in str(stages).split():
@@ -226,7 +225,7 @@ if len(s1):
         ax.set_title(model, fontsize="small")
         ax.set_xlabel("swap index t")
     fig.colorbar(image, ax=np.atleast_1d(axes).tolist(), label="(acc − 1/n)/(1 − 1/n) at swap t", shrink=0.9)
-    fig.suptitle(f"Swap task: the learning front (held-out, 4·T_train = {4 * t_train} swaps; line: T_train)", y=1.04)
+    fig.suptitle(f"Swap task: the learning front (held-out, 4·T_train = {4 * t_train} swaps; line: T_train)", y=1.07)
     plotting.save(fig, figures, CLAIM, "learning_front")
     plt.show()
 
@@ -270,7 +269,7 @@ if len(s3):
     ax.axhline(0.9, ls="--", color="tab:red", lw=0.8, label="control threshold 0.9")
     ax.set_ylim(0, 1.05)
     ax.set_xticks(ns3)
-    plotting.label(ax, f"Transformer positive control, T_train = {int(s3['T_train'].iloc[0])}", "number of objects n",
+    plotting.label(ax, f"Transformer control, T_train = {int(s3['T_train'].iloc[0])}", "number of objects n",
                    "per-step accuracy (last quarter of swaps)", legend_title="test length")
     ax.legend(title="test length", loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", title_fontsize="small")
     plotting.save(fig, figures, CLAIM, "control")
@@ -408,8 +407,5 @@ display(largest)
 # every model learns n = 3), not the paper; **control** tests the recipe.
 
 # %%
-import json
-
-verdicts = json.loads((results / "claims" / f"{CLAIM}.json").read_text())
 with pd.option_context("display.max_colwidth", 200):
-    display(pd.DataFrame(verdicts["checks"])[["id", "statement", "measured", "expected", "verdict", "reason"]])
+    display(claim.checks())

@@ -362,10 +362,11 @@ def test_bad_configs_are_rejected_naming_the_key(edit, key):
 
 
 def test_notebook_is_built_from_its_source():
-    from attncap.notebook import percent_to_notebook
-
-    source = (ROOT / "notebooks" / "swap_state_tracking.py").read_text()
-    built = (ROOT / "notebooks" / "swap_state_tracking.ipynb").read_text()
+    """The committed .ipynb is `python -m attncap.notebook notebooks/swap_state_tracking.py` of the source."""
     import nbformat
 
-    assert nbformat.reads(built, as_version=4).cells == percent_to_notebook(source).cells
+    from attncap.notebook import read_source
+
+    source = read_source(ROOT / "notebooks" / "swap_state_tracking.py")
+    built = nbformat.reads((ROOT / "notebooks" / "swap_state_tracking.ipynb").read_text(), as_version=4)
+    assert [(c.cell_type, c.source) for c in built.cells] == [(c.cell_type, c.source) for c in source.cells]

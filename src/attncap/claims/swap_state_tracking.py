@@ -51,7 +51,13 @@ def _certificate(frame: pd.DataFrame | None, mixers, ns=None) -> str:
     rows = _rows(frame, mixers, ns, multiplier=1)
     if len(rows) and "train_accuracy" not in rows:  # tables without a certificate (older runs, tests)
         rows = rows.assign(train_accuracy=rows["acc"], final_train_loss=0.0)
-    return certificate_failures(rows, LABEL)
+    failure = certificate_failures(rows, LABEL)
+    if failure and len(rows) and {"final_stage_T", "T_train"} <= set(rows.columns):
+        short = rows[rows["final_stage_T"] < rows["T_train"]]
+        if len(short):  # the length curriculum never reached T_train: say where it stopped
+            failure += (f" ({len(short)} of {len(rows)} runs never reached T_train in the length curriculum; "
+                        f"longest length trained: {', '.join(f'{m} n={n}: {int(t)}' for (m, n), t in short.groupby(['mixer', 'n_objects'])['final_stage_T'].max().items())})")
+    return failure
 
 
 def _precondition(mixers, ns=None) -> str:
