@@ -360,13 +360,3 @@ def test_bad_configs_are_rejected_naming_the_key(edit, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         validate_config(config)
 
-
-def test_notebook_is_built_from_its_source():
-    """The committed .ipynb is `python -m attncap.notebook notebooks/swap_state_tracking.py` of the source."""
-    import nbformat
-
-    from attncap.notebook import read_source
-
-    source = read_source(ROOT / "notebooks" / "swap_state_tracking.py")
-    built = nbformat.reads((ROOT / "notebooks" / "swap_state_tracking.ipynb").read_text(), as_version=4)
-    assert [(c.cell_type, c.source) for c in built.cells] == [(c.cell_type, c.source) for c in source.cells]

@@ -30,13 +30,6 @@ def read_source(path: str | Path):
     return notebook
 
 
-def percent_to_notebook(text: str):
-    """The notebook of percent-format source text (jupytext)."""
-    import jupytext
-
-    return jupytext.reads(text, fmt="py:percent")
-
-
 def execute_notebook(source: str, executed: str, html: str, parameters: dict[str, str]) -> None:
     """Convert `source` (percent .py, or an .ipynb) and run it with papermill (kernel python3, cwd =
     repository root), keep the executed copy and export HTML; every output written atomically."""
@@ -105,22 +98,3 @@ def open_claim(claim: str, results_dir: str | Path = "results", runs: str | list
     verdicts = json.loads((results_dir / "claims" / f"{claim}.json").read_text())
     return ClaimNotebook(claim=claim, tables=load_tables(runs), verdicts=verdicts,
                          figures_dir=results_dir / "figures", tables_dir=results_dir / "tables")
-
-
-def build(source_path: str | Path) -> Path:
-    """Write `<source>.ipynb` beside a percent-format source (kept while the committed copies exist)."""
-    import nbformat
-
-    source_path = Path(source_path)
-    target = source_path.with_suffix(".ipynb")
-    notebook = read_source(source_path)
-    for index, cell in enumerate(notebook.cells):
-        cell["id"] = f"cell-{index}"
-    with atomic_path(target) as tmp:
-        nbformat.write(notebook, str(tmp))
-    return target
-
-
-if __name__ == "__main__":
-    for path in sys.argv[1:]:
-        print(build(path))

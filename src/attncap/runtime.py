@@ -142,16 +142,3 @@ def provenance(device: str = "cpu", tier: str = "unknown") -> dict[str, str]:
         "python": platform.python_version(),
         **{f"version_{k}": v for k, v in versions.items()},
     }
-
-
-class Stopwatch:
-    """Wall-clock timer used for the `wall_time_s` column."""
-
-    def __enter__(self):
-        self.start = time.perf_counter()
-        self.seconds = 0.0
-        return self
-
-    def __exit__(self, *exc):
-        self.seconds = time.perf_counter() - self.start
-        return False

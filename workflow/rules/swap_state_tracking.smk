@@ -1,12 +1,12 @@
 # Claim 5: swap-task state tracking, Transformer vs DeltaFormer vs DeltaNet (S1 grid, S2 κ1 ablation).
 SST = "swap_state_tracking"
-SST_FIGURES = ["accuracy_vs_n", "accuracy_vs_position", "kernel_ablation", "final_query"]
-SST_TABLES = ["largest_n_solved", "accuracy", "kernel_ablation"]
-SST_EXPERIMENTS = ["S1", "S2"]
-from attncap.experiments.swap_state_tracking import parts as sst_parts
-
+SST_FIGURES = ["accuracy_vs_n", "accuracy_vs_position", "learning_front", "control", "kernel_ablation", "beta_ablation",
+               "final_query"]
+SST_TABLES = ["largest_n_solved", "accuracy", "certificate", "early_stopping", "kernel_ablation", "beta_ablation"]
+# S1 grid; S2 κ1 and β ablations; S3 Transformer positive control
 register_claim(SST, SST_FIGURES, SST_TABLES)
-SST_PARTS = {e: sst_parts(e, config[SST][e]) for e in SST_EXPERIMENTS if SST in config["claims"] and e in config[SST]}
+# one job per (n, mixer): a job ends when its own models have learned (early stopping saves real time)
+SST_PARTS = table_parts(SST)
 
 
 rule train_swap_state_tracking:
@@ -20,10 +20,8 @@ rule train_swap_state_tracking:
     threads: 1
     resources:
         mem_mb=3000,
-        runtime=60 if TIER != "paper" else 720,
-        gpu=1 if config["device"] == "cuda" else 0,
-    conda:
-        "../../envs/attncap.yaml"
+        runtime=TRAIN_RUNTIME,
+        gpu=GPU,
     log:
         "results/logs/swap_state_tracking/{experiment}_{part}.log",
     benchmark:
@@ -41,8 +39,6 @@ rule analyze_swap_state_tracking:
         summary="results/swap_state_tracking/summary.csv",
     params:
         spec=lambda w: claim_json(SST),  # the analysis checks the run tables cover this grid
-    conda:
-        "../../envs/attncap.yaml"
     log:
         "results/logs/swap_state_tracking/analyze.log",
     shell:
@@ -58,8 +54,6 @@ rule notebook_swap_state_tracking:
         source="notebooks/swap_state_tracking.py",
     output:
         notebook_outputs(SST, SST_FIGURES, SST_TABLES),
-    conda:
-        "../../envs/attncap.yaml"
     log:
         "results/logs/swap_state_tracking/notebook.log",
     params:
