@@ -283,6 +283,9 @@ def test_sanity_and_control_gates():
     assert claim.control(control_table(acc=0.3)).verdict == NOT_REPRODUCED
     assert claim.control(control_table(acc=math.nan, loss=math.nan)).verdict == INCONCLUSIVE
     assert claim.control(None).verdict == INCONCLUSIVE
+    # a smoke-tier budget is too short to expect the control to learn: no verdict either way
+    short = claim.control(control_table(acc=0.3).assign(steps=100))
+    assert short.verdict == INCONCLUSIVE and "too short" in short.reason
 
 
 def test_main_claim_needs_every_cell_and_reports_partial():

@@ -23,6 +23,7 @@ PAPER_LARGEST_N = {TRANSFORMER: 5, DELTAFORMER: 128}
 """The paper's published numbers: the Transformer tracks the swaps of about 5 objects, DeltaFormer of up
 to 128 (Sec. 3.2, Fig. 4)."""
 MAIN_N = (5, 8)
+CONTROL_MIN_STEPS = 1000  # a control budget below this (the smoke tier's) cannot be expected to learn
 REFERENCE_N = (4,)
 LABEL = ["mixer", "n_objects"]
 
@@ -83,7 +84,12 @@ def control(control_frame: pd.DataFrame | None) -> Check:
                   "none (threshold)", fraction_verdict(passes))
     diverged = _certificate(control_frame, [TRANSFORMER])
     diverged = "; ".join(p for p in diverged.split("; ") if p.startswith("diverged") or p.startswith("no "))
-    return gate(check, "the control runs are finite (their accuracy is what this check measures)", diverged)
+    budget = int(rows["steps"].max()) if len(rows) and "steps" in rows else None
+    if budget is not None and budget < CONTROL_MIN_STEPS:
+        diverged = "; ".join(p for p in (diverged, f"a budget of {budget} steps (< {CONTROL_MIN_STEPS}) is too short "
+                                                   "to expect the control to learn") if p)
+    return gate(check, f"the control runs are finite and had a budget of ≥ {CONTROL_MIN_STEPS} steps (their accuracy "
+                       "is what this check measures)", diverged)
 
 
 def sanity(frame: pd.DataFrame | None, control_frame: pd.DataFrame | None = None) -> Check:
