@@ -20,6 +20,8 @@ rule train_aot_memorization:
         mem_mb=4000,
         runtime=TRAIN_RUNTIME,
         gpu=GPU,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/aot_memorization/{experiment}_{part}.log",
     benchmark:
@@ -37,6 +39,8 @@ rule analyze_aot_memorization:
         summary="results/aot_memorization/summary.csv",
     params:
         spec=lambda w: claim_json(AOT),  # the analysis checks the run tables cover this grid
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/aot_memorization/analyze.log",
     shell:
@@ -52,6 +56,8 @@ rule notebook_aot_memorization:
         source="notebooks/aot_memorization.py",
     output:
         notebook_outputs(AOT, AOT_FIGURES, AOT_TABLES),
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/aot_memorization/notebook.log",
     params:

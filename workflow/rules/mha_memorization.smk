@@ -21,6 +21,8 @@ rule experiment_mha_memorization:
     resources:
         mem_mb=4000,
         runtime=TRAIN_RUNTIME,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/mha_memorization/{experiment}.log",
     benchmark:
@@ -43,6 +45,8 @@ rule train_mha_memorization:
         mem_mb=4000,
         runtime=TRAIN_RUNTIME,
         gpu=GPU,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/mha_memorization/{experiment}_{part}.log",
     benchmark:
@@ -60,6 +64,8 @@ rule analyze_mha_memorization:
         summary="results/mha_memorization/summary.csv",
     params:
         spec=lambda w: claim_json(MHA),  # the analysis checks the run tables cover this grid
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/mha_memorization/analyze.log",
     shell:
@@ -75,6 +81,8 @@ rule notebook_mha_memorization:
         source="notebooks/mha_memorization.py",
     output:
         notebook_outputs(MHA, MHA_FIGURES, MHA_TABLES),
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/mha_memorization/notebook.log",
     params:

@@ -7,6 +7,8 @@ rule claims_table:
     output:
         table=report_if_built("results/claims.md", caption="../report/claims.rst", category="verdicts"),
         landing="results/claims_landing.rst",
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/claims_table.log",
     shell:

@@ -17,6 +17,8 @@ rule experiment_retrieval_capacity:
     resources:
         mem_mb=4000,
         runtime=TRAIN_RUNTIME,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/retrieval_capacity/{experiment}.log",
     benchmark:
@@ -37,6 +39,8 @@ rule train_retrieval_capacity:
         mem_mb=4000,
         runtime=TRAIN_RUNTIME,
         gpu=GPU,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/retrieval_capacity/E5_{part}.log",
     benchmark:
@@ -54,6 +58,8 @@ rule analyze_retrieval_capacity:
         summary="results/retrieval_capacity/summary.csv",
     params:
         spec=lambda w: claim_json(RC),  # the analysis checks the run tables cover this grid
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/retrieval_capacity/analyze.log",
     shell:
@@ -69,6 +75,8 @@ rule notebook_retrieval_capacity:
         source="notebooks/retrieval_capacity.py",
     output:
         notebook_outputs(RC, RC_FIGURES, RC_TABLES),
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/retrieval_capacity/notebook.log",
     params:

@@ -23,6 +23,8 @@ rule train_rgr_capacity:
         mem_mb=3000,
         runtime=TRAIN_RUNTIME,
         gpu=GPU,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/rgr_capacity/R1_{part}.log",
     benchmark:
@@ -44,6 +46,8 @@ rule search_rgr_capacity:
         mem_mb=3000,
         runtime=TRAIN_RUNTIME,
         gpu=GPU,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/rgr_capacity/{experiment}_{part}.log",
     benchmark:
@@ -61,6 +65,8 @@ rule analyze_rgr_capacity:
         summary="results/rgr_capacity/summary.csv",
     params:
         spec=lambda w: claim_json(RGR),  # the analysis checks the run tables cover this grid
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/rgr_capacity/analyze.log",
     shell:
@@ -76,6 +82,8 @@ rule notebook_rgr_capacity:
         source="notebooks/rgr_capacity.py",
     output:
         notebook_outputs(RGR, RGR_FIGURES, RGR_TABLES),
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/rgr_capacity/notebook.log",
     params:

@@ -22,6 +22,8 @@ rule train_swap_state_tracking:
         mem_mb=3000,
         runtime=TRAIN_RUNTIME,
         gpu=GPU,
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/swap_state_tracking/{experiment}_{part}.log",
     benchmark:
@@ -39,6 +41,8 @@ rule analyze_swap_state_tracking:
         summary="results/swap_state_tracking/summary.csv",
     params:
         spec=lambda w: claim_json(SST),  # the analysis checks the run tables cover this grid
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/swap_state_tracking/analyze.log",
     shell:
@@ -54,6 +58,8 @@ rule notebook_swap_state_tracking:
         source="notebooks/swap_state_tracking.py",
     output:
         notebook_outputs(SST, SST_FIGURES, SST_TABLES),
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/swap_state_tracking/notebook.log",
     params:
