@@ -348,3 +348,23 @@ def test_bad_configs_are_rejected_with_the_key(mutate, needle):
     with pytest.raises(ConfigError) as err:
         validate_config(config)
     assert needle in str(err.value)
+
+
+def test_only_deciding_failures_and_compared_cells_withhold_a_verdict():
+    """A failure at the step budget matters only where it decides D_K* (the largest failing D_K, or the
+    cap of a censored search) and only in the cells the check compares."""
+    cells = {(32, 32, "permutation", 1): {1: 8, 2: 8, 4: 8}, (64, 16, "permutation", 1): {1: None, 2: 20, 4: 24}}
+    table = _search_table(cells)
+    stars = table["row_type"] == "dkstar"
+    table.loc[stars, "dk_fail"] = table.loc[stars, "dk_star"].fillna(16) / 2
+    table.loc[stars, "d_k_cap"] = 16 * table.loc[stars, "h"]
+    evals = table[~stars].copy()
+    evals["d_k_total"] = evals["dk_star"].fillna(16) / 2  # the deciding failure of each search
+    early = evals.assign(d_k_total=1.0, stopped="budget")  # a failure far below D_K*: it decides nothing
+    table = pd.concat([table[stars], evals, early], ignore_index=True)
+    assert claims.checks({"R2": table})[1].verdict == REPRODUCED  # one head suffices, uncompressed
+    deciding = (table["row_type"] == "eval") & (table["cell"] == "m32-d32-k0") & (table["d_k_total"] > 1)
+    table.loc[deciding, "stopped"] = "budget"
+    checks = claims.checks({"R2": table})
+    assert checks[1].verdict == INCONCLUSIVE and "step budget" in checks[1].reason
+    assert checks[2].verdict == REPRODUCED  # heads help (compressed cell m64-d16) is not affected

@@ -25,30 +25,45 @@ SHARP_FACTOR = 4.0
 LOW_F1, HIGH_F1 = 0.5, 0.99
 CELL_KEYS = ["cell", "m", "d_model", "graph", "out_degree", "m_edges", "compression", "law_x"]
 MIN_SHARP_HEADS = 2  # a threshold-sharpness verdict resting on one head split is inconclusive
-PRECONDITION = ("every trained scorer finite, and every failing one (F1 < target) stopped on a plateau "
-                "(no gain for `patience` steps), not at the step budget while still improving")
+PRECONDITION = ("every trained scorer finite, and every failure that decides a D_K* (F1 < target at the largest "
+                "failing D_K, or at the cap) stopped on a plateau (no gain for `patience` steps), not at the step "
+                "budget while still improving; only the cells the check compares")
 
 
-def certificate(tables: dict[str, pd.DataFrame], experiments=("R1",) + SEARCHES) -> str:
-    """Why the trained searches cannot decide a check ('' when they can): a D_K counts as too small
-    only if training there converged below the target, so failures at the step budget and
-    diverged scorers withhold the verdict."""
+def certificate(tables: dict[str, pd.DataFrame], experiments=("R1",) + SEARCHES, cells=None) -> str:
+    """Why the trained runs cannot decide a check ('' when they can). A D_K counts as too small only if
+    training there converged below the target, so a *deciding* failure that stopped at the step budget
+    while still improving, or a diverged scorer, withholds the verdict. In a search the deciding
+    failure is the largest failing D_K below D_K* (or the cap, for a censored search); on the R1
+    curve every failing point counts. `cells` restricts the check to the cells it compares."""
     frames = [tables[e] for e in experiments if tables.get(e) is not None and "row_type" in tables[e]]
     if not frames:
         return "no trained runs"
     rows = pd.concat(frames, ignore_index=True)
-    rows = rows[(rows["row_type"] == "eval") & (rows["kind"] == "trained")]
-    if rows.empty:
+    evals = rows[(rows["row_type"] == "eval") & (rows["kind"] == "trained")]
+    if evals.empty:
         return "no trained runs"
-    if "stopped" not in rows:
+    if "stopped" not in evals:
         return "no learning certificate in the table (column 'stopped')"
-    diverged = rows[rows["stopped"] == "diverged"]
-    budget = rows[rows["stopped"] == "budget"]
+    stars = rows[(rows["row_type"] == "dkstar") & (rows["kind"] == "trained")]
+    if len(stars) and "dk_fail" in stars:
+        keys = ["cell", "h", "seed"]
+        search = ["dk_fail", "censored", "d_k_cap"]
+        merged = evals.drop(columns=[c for c in search if c in evals]).merge(
+            stars[keys + search].drop_duplicates(keys), on=keys, how="left")
+        censored = merged["censored"].fillna(False).astype(bool)
+        deciding = merged["dk_fail"].isna() | (~censored & (merged["d_k_total"] == merged["dk_fail"])) | (
+            censored & (merged["d_k_total"] == merged["d_k_cap"]))
+        evals = merged[deciding | (merged["stopped"] == "diverged")]
+    if cells is not None and "cell" in evals:
+        evals = evals[evals["cell"].isin(set(cells))]
+    diverged = evals[evals["stopped"] == "diverged"]
+    budget = evals[evals["stopped"] == "budget"]
     parts = []
     if len(budget):
         where = sorted(set(budget["cell"].astype(str) + " h=" + budget["h"].astype(int).astype(str)))
-        parts.append(f"under-trained: {len(budget)} of {len(rows)} trainings failed at the step budget while still "
-                     f"improving ({', '.join(where[:4])}{' …' if len(where) > 4 else ''})")
+        parts.append(f"under-trained: {len(budget)} of {len(evals)} deciding trainings failed at the step budget "
+                     f"while still improving ({', '.join(where[:4])}{' …' if len(where) > 4 else ''})")
     if len(diverged):
         parts.append(f"diverged: {len(diverged)} trainings")
     return "; ".join(parts)
@@ -111,12 +126,18 @@ def checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
     built = search_rows(tables, "constructed")
     summary = cell_summary(trained) if trained is not None else None
     built_summary = cell_summary(built) if built is not None else None
-    searched = certificate(tables, SEARCHES)
+    def searched(cells=None):
+        return certificate(tables, SEARCHES, cells)
+
+    uncompressed = compressed = None
+    if summary is not None:
+        uncompressed = summary[(summary["m"] == summary["d_model"]) & (summary["graph"] == "permutation")]["cell"]
+        compressed = _compressed(summary)["cell"]
     return [
-        gate(capacity_law(summary, built_summary), PRECONDITION, searched),
-        gate(one_head_uncompressed(summary), PRECONDITION, searched),
-        gate(heads_help_compressed(summary), PRECONDITION, searched),
-        gate(best_h_grows(summary), PRECONDITION, searched),
+        gate(capacity_law(summary, built_summary), PRECONDITION, searched()),
+        gate(one_head_uncompressed(summary), PRECONDITION, searched(uncompressed)),
+        gate(heads_help_compressed(summary), PRECONDITION, searched(compressed)),
+        gate(best_h_grows(summary), PRECONDITION, searched(compressed)),
         gate(sharp_threshold(tables.get("R1")), PRECONDITION, certificate(tables, ("R1",))),
     ]
 
