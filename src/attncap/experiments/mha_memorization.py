@@ -25,7 +25,6 @@ TRAINED = ("M2", "M3", "M4", "M5", "M6")
 T_RULES = ("L-1", "L", "L+1", "2L")
 
 
-_mix = seed_of  # a 63-bit seed from integer keys (order matters)
 
 
 # ---- config checks --------------------------------------------------------------------------
@@ -139,7 +138,7 @@ def run_rank_laws(spec: dict, context: RunContext) -> pd.DataFrame:
                             continue
                         for draw in range(spec["draws"]):
                             start = time.perf_counter()
-                            gen = torch.Generator().manual_seed(_mix(context.seed, 1, n, heads, T, draw,
+                            gen = torch.Generator().manual_seed(seed_of(context.seed, 1, n, heads, T, draw,
                                                                      tasks.CONTEXTS.index(kind), r or 0))
                             query = torch.randn(T, d, generator=gen, dtype=torch.float64)
                             ctx = tasks.make_context(kind, T, n, d, gen, rank=r)
@@ -151,7 +150,7 @@ def run_rank_laws(spec: dict, context: RunContext) -> pd.DataFrame:
                             s = np.linalg.svd(phi, compute_uv=False)
                             rank = int(tasks.numerical_rank(phi))
                             law = tasks.rank_law(kind, T, heads, n, d, r)
-                            y = np.random.default_rng(_mix(context.seed, 2, n, heads, T, draw)).standard_normal(T)
+                            y = np.random.default_rng(seed_of(context.seed, 2, n, heads, T, draw)).standard_normal(T)
                             coef = scipy.linalg.lstsq(phi, y, lapack_driver="gelsd")[0]
                             residual = float(np.linalg.norm(phi @ coef - y) / np.linalg.norm(y))
                             rows.append({
@@ -244,11 +243,11 @@ def train_group(spec: dict, exp: str, g: dict, context: RunContext) -> list[dict
     # The data depends on (seed, T, n, context kind, labels) but not on H or d_h, so the cells of
     # one seed that differ only in the model see the same examples.
     datasets = [tasks.make_dataset(T, n, d, torch.Generator().manual_seed(
-        _mix(context.seed, s, T, n, int(shared), int(classes))), shared=shared, labels=spec["labels"],
+        seed_of(context.seed, s, T, n, int(shared), int(classes))), shared=shared, labels=spec["labels"],
         n_classes=spec.get("n_classes", 100), distribution=spec["distribution"]) for s in seeds]
     device = context.device
     data = {key: value.to(device) for key, value in tasks.stack_datasets(datasets).items()}
-    model_seeds = [_mix(context.seed, s, heads, g["d_head"], n, T) % (2**31) for s in seeds]
+    model_seeds = [seed_of(context.seed, s, heads, g["d_head"], n, T) % (2**31) for s in seeds]
     model = BatchedMHAMemorizer(model_seeds, d_in=d, d=d, heads=heads, d_head=g["d_head"], n=n,
                                 out_dim=spec.get("n_classes", 100) if classes else 1, positional=spec["positional"]).to(device)
     y = data["labels"]
@@ -374,12 +373,12 @@ def _kruskal_row(vectors, n_needed, spec, rng) -> dict:
 
 def run_assumptions(spec: dict, context: RunContext) -> pd.DataFrame:
     d, rows = spec["d"], []
-    rng = np.random.default_rng(_mix(context.seed, 8))
+    rng = np.random.default_rng(seed_of(context.seed, 8))
     rtol = spec["rtol"]
     # synthetic: the trained experiments' generator (U[0,1] tokens), shared and non-shared contexts
     for n in spec["n"]:
         start = time.perf_counter()
-        gen = torch.Generator().manual_seed(_mix(context.seed, 8, n))
+        gen = torch.Generator().manual_seed(seed_of(context.seed, 8, n))
         data = tasks.make_dataset(spec["examples"], n, d, gen, shared=False, dtype=torch.float64)
         for positional in (False, True):
             ctx = data["context"].numpy() + (tasks.sinusoidal_encoding(n + 1, d, torch.float64).numpy()[1:]
@@ -395,7 +394,7 @@ def run_assumptions(spec: dict, context: RunContext) -> pd.DataFrame:
         n = tokens.shape[1]
         for positional in (False, True):
             start = time.perf_counter()
-            embed_rng = np.random.default_rng(_mix(context.seed, 9, patch))
+            embed_rng = np.random.default_rng(seed_of(context.seed, 9, patch))
             emb = tasks.embed_tokens(tokens, d, embed_rng, positional)
             queries = _attention_queries(emb, d, embed_rng)
             row = {"check": "assumption", "source": f"digits {patch}x{patch} patches", "positional": positional,
@@ -408,7 +407,7 @@ def run_assumptions(spec: dict, context: RunContext) -> pd.DataFrame:
     for case in range(spec["planted_cases"]):
         for kind in ("subspace", "single"):
             start = time.perf_counter()
-            case_rng = np.random.default_rng(_mix(context.seed, 10, case, kind == "single"))
+            case_rng = np.random.default_rng(seed_of(context.seed, 10, case, kind == "single"))
             planted = int(case_rng.integers(1, min(N, dd) + 1))
             vectors = tasks.planted_kruskal(N, dd, planted, case_rng, kind)
             true = tasks.kruskal_rank_brute(vectors, rtol)
