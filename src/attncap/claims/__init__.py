@@ -100,25 +100,24 @@ def certificate_failures(frame, label: Sequence[str], *, accuracy: str | None = 
     for key, group in groups:
         key = key if isinstance(key, tuple) else (key,)
         name = " ".join(f"{c}={_short(v)}" for c, v in zip(label, key)) or "all runs"
-        losses = pd_numeric(group[loss])
+        losses = _floats(group[loss])
         if not np.isfinite(losses).all():
             diverged.append(name)
             continue
-        mean_acc = float(pd_numeric(group[accuracy]).mean()) if accuracy is not None else math.nan
+        mean_acc = float(_floats(group[accuracy]).mean()) if accuracy is not None else math.nan
         if accuracy is not None and threshold is not None and not mean_acc >= threshold:
             under.append(f"{name} reached {mean_acc:.2f}")
         if loss_drop is not None:
-            drop = float(np.nanmean(pd_numeric(group[loss_drop])))
+            drop = float(np.nanmean(_floats(group[loss_drop])))
             if drop > PLATEAU_DROP and not (saturated is not None and mean_acc >= saturated):
                 moving.append(f"{name} (loss fell {drop:.0%} in the last 10% of training)")
     parts = []
     if moving:
-        parts.append(f"loss not plateaued: " + ", ".join(moving[:6]) + (f" and {len(moving) - 6} more" if len(moving) > 6 else ""))
+        parts.append("loss not plateaued: " + listing(moving))
     if under:
-        parts.append(f"under-trained (< {threshold:g} in distribution): " + ", ".join(under[:6])
-                     + (f" and {len(under) - 6} more" if len(under) > 6 else ""))
+        parts.append(f"under-trained (< {threshold:g} in distribution): " + listing(under))
     if diverged:
-        parts.append("diverged: " + ", ".join(diverged[:6]) + (f" and {len(diverged) - 6} more" if len(diverged) > 6 else ""))
+        parts.append("diverged: " + listing(diverged))
     return "; ".join(parts)
 
 
@@ -145,7 +144,19 @@ def gate(check: Check, precondition: str, failure: str, *, lower_bound: bool = F
     return check
 
 
-def pd_numeric(series) -> np.ndarray:
+def listing(items: Sequence[str], most: int = 6) -> str:
+    """'a, b, c and 4 more': the first `most` items of a reason, and how many were left out."""
+    items = list(items)
+    more = f" and {len(items) - most} more" if len(items) > most else ""
+    return ", ".join(items[:most]) + more
+
+
+def missing_check(check_id: str, statement: str, source: str, expected: str, tolerance: str = "") -> Check:
+    """The inconclusive check of a claim whose required results are absent."""
+    return Check(check_id, statement, source, "required results missing", expected, tolerance, INCONCLUSIVE)
+
+
+def _floats(series) -> np.ndarray:
     return np.asarray(series, dtype=float)
 
 
@@ -242,7 +253,7 @@ def render_markdown(documents: Sequence[dict]) -> str:
                 f"| {doc['claim']} | {c['id']} | {_cell(c['statement'])} | {measured} | "
                 f"{_cell(c['expected'])} | {verdict} |"
             )
-    counts = {v: sum(c["verdict"] == v for d in documents for c in d["checks"]) for v in VERDICTS}
+    counts = verdict_totals(documents)
     lines += ["", "Totals: " + ", ".join(f"{k}: {v}" for k, v in counts.items()), ""]
     return "\n".join(lines)
 

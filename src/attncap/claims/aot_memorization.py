@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import curve_fit
 
-from attncap.claims import (INCONCLUSIVE, PLATEAU_DROP, Check, certificate_failures, fraction_verdict, gate,
-                            linear_fit, verdict_from)
+from attncap.claims import (PLATEAU_DROP, Check, certificate_failures, fraction_verdict, gate,
+                            linear_fit, missing_check, verdict_from)
 from attncap.tasks.aot_memorization import accuracy_bound
 
 TITLE = "Attention-only transformers memorize H·d_h + d associations"
@@ -79,10 +79,6 @@ def checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
 
 
 # --------------------------------------------------------------------------- helpers ---------
-def _missing(check_id, statement, source, expected, tolerance="") -> Check:
-    return Check(check_id, statement, source, "required results missing", expected, tolerance, INCONCLUSIVE)
-
-
 def trained(frame: pd.DataFrame | None) -> pd.DataFrame | None:
     """The table, or None when it has no rows (→ inconclusive)."""
     if frame is None or frame.empty:
@@ -154,7 +150,7 @@ def above_bound(runs: pd.DataFrame | None) -> Check:
     source = f"{PAPER}, Sec. 4 Corollary 1 and Sec. 5 Figs. 1–2"
     expected = "seed-mean X_running ≥ H·d_h + d and X_table ≥ H·d_h + d at every configuration"
     if runs is None or runs.empty or "X_running" not in runs:
-        return _missing("above_bound", statement, source, expected)
+        return missing_check("above_bound", statement, source, expected)
     cells = seed_means(runs[runs["model"] == "aot"])
     ok_running = cells["X_running"] >= cells["bound_X"]
     ok_table = cells["X_table"] >= cells["bound_X"]
@@ -172,7 +168,7 @@ def linear_in_heads(a1: pd.DataFrame | None) -> Check:
     source = f"{PAPER}, Sec. 5 Fig. 1a"
     expected = f"per d: R² ≥ {R2_MIN} of acc ~ H on points with acc ≤ {SATURATION}, slope > 0"
     if a1 is None or a1.empty:
-        return _missing("linear_in_H", statement, source, expected)
+        return missing_check("linear_in_H", statement, source, expected)
     cells = seed_means(a1)
     fits, passes = {}, []
     for d, group in cells.groupby("d"):
@@ -189,7 +185,7 @@ def per_head_gain(a1: pd.DataFrame | None) -> Check:
     source = f"{PAPER}, Sec. 5 Fig. 1a vs Corollary 1"
     expected = "per d: fitted ΔX/ΔH ≥ d_h"
     if a1 is None or a1.empty:
-        return _missing("per_head_gain", statement, source, expected)
+        return missing_check("per_head_gain", statement, source, expected)
     cells = seed_means(a1)
     measured, passes = {}, []
     for d, group in cells.groupby("d"):
@@ -207,7 +203,7 @@ def head_dim_scaling(a2: pd.DataFrame | None) -> Check:
     expected = f"acc ~ d_h² fits better than acc ~ d_h and has R² ≥ {R2_MIN}"
     a2 = shared(a2)
     if a2 is None or a2.empty:
-        return _missing("dh_quadratic", statement, source, expected)
+        return missing_check("dh_quadratic", statement, source, expected)
     cells = seed_means(a2)
     linear = linear_fit(cells["d_head"], cells["acc_running"])
     quadratic = linear_fit(cells["d_head"] ** 2, cells["acc_running"])
@@ -229,7 +225,7 @@ def two_regimes(a3: pd.DataFrame | None) -> Check:
     expected = f"slope for d ≤ d_h ≥ {REGIME_RATIO:g}× slope for d ≥ d_h"
     a3 = shared(a3)
     if a3 is None or a3.empty:
-        return _missing("two_regimes_d", statement, source, expected)
+        return missing_check("two_regimes_d", statement, source, expected)
     cells = seed_means(a3)
     d_head = cells["d_head"].iloc[0]
     low = linear_fit(cells.loc[cells["d"] <= d_head, "d"], cells.loc[cells["d"] <= d_head, "acc_running"])
@@ -248,7 +244,7 @@ def slope_exponent(a1: pd.DataFrame | None) -> Check:
     source = f"{PAPER}, Sec. 5 Fig. 2b"
     expected = "fitted log-log exponent between 2 and 3 (±0.5)"
     if a1 is None or a1.empty:
-        return _missing("slope_exponent", statement, source, expected)
+        return missing_check("slope_exponent", statement, source, expected)
     cells = seed_means(a1)
     rows = [(d, heads_slope(unsaturated(g))["slope"]) for d, g in cells.groupby("d")]
     rows = [(d, s) for d, s in rows if math.isfinite(s) and s > 0]
@@ -264,7 +260,7 @@ def d2_bound(a6: pd.DataFrame | None) -> Check:
     source = f"{PAPER}, Appendix (d = 2 experiment)"
     expected = "seed-mean running accuracy ≥ φ(2H + 2) at every H"
     if a6 is None or a6.empty:
-        return _missing("d2_bound", statement, source, expected)
+        return missing_check("d2_bound", statement, source, expected)
     cells = seed_means(a6)
     bound = accuracy_bound(cells["bound_X"], int(cells["N"].iloc[0]))
     passes = list(cells["acc_running"].to_numpy() >= bound)
@@ -279,7 +275,7 @@ def d2_slope(a6: pd.DataFrame | None) -> Check:
     source = f"{PAPER}, Appendix (d = 2 experiment)"
     expected = f"(ΔX/ΔH) / d_h in [{D2_SLOPE_RANGE[0]}, {D2_SLOPE_RANGE[1]}]"
     if a6 is None or a6.empty:
-        return _missing("d2_slope_ratio", statement, source, expected)
+        return missing_check("d2_slope_ratio", statement, source, expected)
     cells = seed_means(a6)
     fit = heads_slope(unsaturated(cells))
     ratio = fit["associations_per_head"] / cells["d_head"].iloc[0]
@@ -295,7 +291,7 @@ def aot_linear_in_parameters(a5: pd.DataFrame | None) -> Check:
     source = f"{PAPER}, Sec. 5 Fig. 3"
     expected = f"per d: R² ≥ {R2_MIN} of acc ~ parameters (unsaturated points)"
     if a5 is None or a5.empty:
-        return _missing("aot_linear_params", statement, source, expected)
+        return missing_check("aot_linear_params", statement, source, expected)
     cells = seed_means(a5[a5["model"] == "aot"])
     fits, passes = {}, []
     for d, group in cells.groupby("d"):
@@ -317,7 +313,7 @@ def aot_vs_mlp(a5: pd.DataFrame | None) -> Check:
     source = f"{PAPER}, Sec. 5 Fig. 3"
     expected = "AoT running accuracy ≥ MLP running accuracy at every budget with H > 1"
     if a5 is None or a5.empty or not {"aot", "mlp"} <= set(a5["model"]):
-        return _missing("aot_beats_mlp", statement, source, expected)
+        return missing_check("aot_beats_mlp", statement, source, expected)
     cells = seed_means(a5)
     aot = cells[cells["model"] == "aot"].set_index(["d", "heads"])["acc_running"]
     mlp = cells[cells["model"] == "mlp"].copy()

@@ -8,7 +8,7 @@ import pandas as pd
 
 from attncap import theory
 from attncap.claims import (INCONCLUSIVE, LEARNED_ACCURACY, Check, certificate_failures, every_cell_verdict,
-                            fraction_verdict, gate, linear_fit, verdict_from)
+                            fraction_verdict, gate, linear_fit, listing, missing_check, verdict_from)
 from attncap.precision import DECISION_Z
 
 TITLE = "Linear vs softmax attention as associative memory"
@@ -44,15 +44,11 @@ def checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
     ]
 
 
-def _missing(check_id, statement, source, expected, tolerance="") -> Check:
-    return Check(check_id, statement, source, "required results missing", expected, tolerance, INCONCLUSIVE)
-
-
 def linear_error_law(e1: pd.DataFrame | None) -> Check:
     statement = "Linear retrieval: mean squared error = (N−1)/d"
     expected = f"every cell with ≥{MIN_QUERIES} queries within ±{LINEAR_REL_TOL:.0%}"
     if e1 is None or "mean_error2" not in e1:
-        return _missing("linear_error_law", statement, BLOG, expected)
+        return missing_check("linear_error_law", statement, BLOG, expected)
     grid = e1[(e1["kind"] == "grid") & (e1["queries"] >= MIN_QUERIES)]
     single = grid[grid["n"] == 1]
     multi = grid[grid["n"] > 1]
@@ -68,7 +64,7 @@ def linear_capacity_law(e1: pd.DataFrame | None) -> Check:
     statement = "Linear capacity N*(ε) = ⌊ε²d⌋ + 1"
     expected = "⌊ε²d⌋ + 1 inside the measured interval [N_lo, N_hi] in every (d, ε)"
     if e1 is None or "theory_capacity" not in e1:
-        return _missing("linear_capacity", statement, BLOG, expected)
+        return missing_check("linear_capacity", statement, BLOG, expected)
     cap = e1[e1["kind"] == "capacity"]
     lo, hi = interval(cap, "n")
     inside = (lo <= cap["theory_capacity"]) & (cap["theory_capacity"] <= hi)
@@ -84,7 +80,7 @@ def linear_capacity_law(e1: pd.DataFrame | None) -> Check:
 def shortcut_valid(e3: pd.DataFrame | None) -> Check:
     statement = "Beta-law Monte Carlo shortcut agrees with explicit unit vectors"
     if e3 is None or "z_score" not in e3:
-        return _missing("beta_shortcut", statement, "this project (spec 01)", "|z| ≤ 4 in every cell")
+        return missing_check("beta_shortcut", statement, "this project (spec 01)", "|z| ≤ 4 in every cell")
     val = e3[e3["kind"] == "validation"]
     z = val["z_score"].abs()
     return Check("beta_shortcut", statement, "this project (spec 01, 'What is known')",
@@ -97,7 +93,7 @@ def softmax_bound_valid(e3: pd.DataFrame | None, mgf: str) -> Check:
     statement = f"Softmax {name} bound never exceeds the measured capacity N*"
     column = f"bound_{mgf}"
     if e3 is None or column not in e3:
-        return _missing(f"softmax_bound_{mgf}", statement, BLOG, "bound ≤ N* in every cell")
+        return missing_check(f"softmax_bound_{mgf}", statement, BLOG, "bound ≤ N* in every cell")
     cap = e3[e3["kind"] == "capacity"]
     lo, hi = interval(cap)
     guaranteed = np.ceil(cap[column]) - 1  # the bound promises success for every integer N < bound
@@ -132,7 +128,7 @@ def exponential_vs_linear(e3: pd.DataFrame | None, e1: pd.DataFrame | None) -> C
     statement = "Softmax N* grows exponentially in d (β = d); linear N* grows linearly"
     expected = "R²(log N* ~ d) ≥ 0.95 at β = d; R²(N* ~ d) ≥ 0.95 for linear"
     if e3 is None or e1 is None or "n_star" not in e3 or "theory_capacity" not in e1:
-        return _missing("exponential_vs_linear", statement, BLOG, expected)
+        return missing_check("exponential_vs_linear", statement, BLOG, expected)
     softmax_fits = {f"eps={eps}": fit for eps, fit in softmax_growth_fits(e3).items()}
     lin = e1[e1["kind"] == "capacity"]
     linear_fits = {f"eps={eps}": linear_fit(g["d"], g["n"]) for eps, g in lin.groupby("epsilon")}
@@ -150,7 +146,7 @@ def temperature_optimum(e3: pd.DataFrame | None) -> Check:
     expected = ("N*(β = d) ≥ N* at every larger β in ≥ 80% of (d, ε) cells; N* keeps growing with β if a larger β "
                 "is better in > 20%")
     if e3 is None or "beta_name" not in e3:
-        return _missing("temperature_optimum", statement, BLOG, expected)
+        return missing_check("temperature_optimum", statement, BLOG, expected)
     cap = e3[e3["kind"] == "capacity"]
     if "d" not in set(cap["beta_name"]) or not (cap["beta"] > cap["d"]).any():
         return Check("temperature_optimum", statement, BLOG, "grid has no β = d or no β > d to compare", expected,
@@ -226,7 +222,7 @@ def log_squared_law(e4: pd.DataFrame | None) -> Check:
     statement = "Exp kernel: dimension needed for SNR⁻¹ ≤ 1 grows like (ln N)²"
     expected = "d_min linear in (ln N)², R² ≥ 0.95"
     if e4 is None or "d_min" not in e4:
-        return _missing("log_squared_law", statement, ZHONG, expected)
+        return missing_check("log_squared_law", statement, ZHONG, expected)
     ok = e4[~e4["censored"].astype(bool)]
     fit = log_squared_fit(e4)
     passed = None if fit["n"] < 3 else (fit["r2"] >= 0.95 and fit["slope"] > 0)
@@ -282,8 +278,7 @@ def mqar_preconditions(e5: pd.DataFrame) -> tuple[str, str, str]:
             if len(moving):
                 names = [" ".join(f"{c}={_cell_value(r[c])}" for c in label) + f" at {r['accuracy']:.2f}"
                          for _, r in moving.iterrows()]
-                linear_failure = ("still learning at the step limit (no plateau yet): " + ", ".join(names[:6])
-                                  + (f" and {len(names) - 6} more" if len(names) > 6 else ""))
+                linear_failure = "still learning at the step limit (no plateau yet): " + listing(names)
     return precondition, control_failure, linear_failure
 
 
@@ -297,7 +292,7 @@ def trained_recall(e5: pd.DataFrame | None) -> list[Check]:
            ("mqar_linear_trends", "Linear attention accuracy falls with kv pairs and rises with d", "monotone (±0.02)"),
            ("mqar_gap", "At the hardest cell linear attention trails softmax by ≥ 0.3", "gap ≥ 0.3")]
     if e5 is None or "accuracy" not in e5 or len(e5) == 0:
-        return [_missing(i, s, source, e) for i, s, e in ids]
+        return [missing_check(i, s, source, e) for i, s, e in ids]
     arm, arm_name = _mqar_arm(e5)
     precondition, control_failure, linear_failure = mqar_preconditions(e5)
     acc = arm.groupby(["mixer", "d_model", "kv_pairs"])["accuracy"].mean().reset_index()
@@ -339,5 +334,5 @@ def trained_recall(e5: pd.DataFrame | None) -> list[Check]:
         cell_linear_failure = mqar_preconditions(in_cell)[2]
         gate(gap, precondition, "; ".join(f for f in (control_failure, cell_linear_failure) if f))
     else:
-        gap = _missing(ids[2][0], statement, source, ids[2][2])
+        gap = missing_check(ids[2][0], statement, source, ids[2][2])
     return [solve, trend, gap]

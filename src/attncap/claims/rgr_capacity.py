@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from attncap.claims import (INCONCLUSIVE, NOT_REPRODUCED, PARTIALLY, REPRODUCED, Check, fraction_verdict, gate,
-                            linear_fit, verdict_from)
+                            linear_fit, missing_check, verdict_from)
 
 TITLE = "Self-attention capacity: D_K* = Θ(m'·log m'/d_model) and multi-head allocation"
 SOURCE = "Adler 2025, 'On the Capacity of Self-Attention' (arXiv 2509.22840)"
@@ -148,7 +148,7 @@ def _show(values) -> dict:
 
 
 def _missing(check_id, statement, expected, tolerance="") -> Check:
-    return Check(check_id, statement, SOURCE, "required results missing", expected, tolerance, INCONCLUSIVE)
+    return missing_check(check_id, statement, SOURCE, expected, tolerance)
 
 
 def law_fit(summary: pd.DataFrame) -> dict:
