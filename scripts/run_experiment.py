@@ -18,11 +18,12 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--tier", default="unknown")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the training steps")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     module = importlib.import_module(f"attncap.experiments.{args.claim}")
     context = RunContext.create(claim=args.claim, experiment=args.experiment, seed=args.seed,
-                                device=args.device, threads=args.threads, tier=args.tier, part=args.part)
+                                device=args.device, threads=args.threads, tier=args.tier, part=args.part, compile=args.compile)
     frame = module.run(args.experiment, json.loads(args.spec), context)
     write_csv(context.stamp(frame), args.out)
     print(f"wrote {len(frame)} rows to {args.out} in {context.elapsed():.1f}s", file=sys.stderr)

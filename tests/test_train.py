@@ -128,3 +128,41 @@ def test_early_stopped_model_holds_still_and_others_train_as_alone():
     assert torch.allclose(w_stop[1], w_free[1])  # model 1 trained as if alone
     assert out["model_steps"] == [5, 12]
     assert out["model_loss_history"].shape == (12, 2)
+
+
+def _swap_losses(compile: bool, steps: int = 12) -> torch.Tensor:
+    """Per-model loss history of a tiny two-mixer swap-task LM (softmax and DeltaNet on one model axis)."""
+    from attncap.models.lm import BatchedLM, masked_token_loss
+    from attncap.tasks.swap_state_tracking import sample, vocab_size
+
+    model = BatchedLM([0, 1], ["softmax", "deltanet_02"], vocab=vocab_size(3), d_model=16, n_layers=1, n_heads=2,
+                      mlp_ratio=2, positional="rotary")
+    gen = torch.Generator().manual_seed(1)
+    data = [sample(3, 6, 8, gen) for _ in range(steps)]
+
+    def batch(step):
+        return data[step].tokens.expand(2, -1, -1), data[step].targets.expand(2, -1, -1)
+
+    result = train_batched(model, batch, lambda net, b: masked_token_loss(net(b[0]), b[1]),
+                           TrainSettings(steps=steps, lr=3e-3, clip_norm=1.0, compile=compile))
+    return result["model_loss_history"]
+
+
+def test_compiled_steps_match_eager():
+    """torch.compile'd training steps follow the eager trajectory within float32 tolerance (or, on a
+    machine without a working compiler, fall back to eager and match exactly)."""
+    eager = _swap_losses(False)
+    compiled = _swap_losses(True)
+    torch.testing.assert_close(compiled, eager, rtol=1e-4, atol=1e-5)
+
+
+def test_compile_falls_back_to_eager_without_a_compiler(monkeypatch, capsys):
+    import torch._inductor.config as inductor_config
+
+    monkeypatch.setattr(inductor_config.cpp, "cxx", ("/nonexistent/c++",))
+    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)  # a cached graph would need no compiler
+    torch._dynamo.reset()
+    fallback = _swap_losses(True, steps=4)
+    torch._dynamo.reset()
+    assert "torch.compile unavailable" in capsys.readouterr().err
+    torch.testing.assert_close(fallback, _swap_losses(False, steps=4), rtol=0, atol=0)

@@ -37,6 +37,36 @@ class TrainSettings:
     schedule_span: int | None = None
     # torch's foreach (multi-tensor) Adam/AdamW; None keeps torch's default (per-tensor loop on CPU)
     foreach: bool | None = None
+    # torch.compile the model for this loop (forward and, through AOTAutograd, backward); None follows
+    # the process-wide choice of `compile_steps` (set per job from the config's `compile` list)
+    compile: bool | None = None
+
+
+_COMPILE_STEPS = False
+
+
+def compile_steps(enabled: bool) -> None:
+    """Process-wide default of TrainSettings.compile: RunContext sets it once per job for the claims
+    that the config's `compile` list names (benchmarks/compile_speed.py measures where it pays)."""
+    global _COMPILE_STEPS
+    _COMPILE_STEPS = bool(enabled)
+
+
+def compiled_or_eager(model: nn.Module, enabled: bool) -> nn.Module:
+    """torch.compile(model) when enabled (compilation itself happens at the first call), else the model."""
+    if not enabled:
+        return model
+    try:
+        return torch.compile(model)
+    except Exception as error:  # noqa: BLE001 - any failure to set up compilation means: train eagerly
+        _log_fallback(error)
+        return model
+
+
+def _log_fallback(error: BaseException) -> None:
+    first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+    print(f"attncap.train: torch.compile unavailable ({type(error).__name__}: {first}); training eagerly",
+          file=sys.stderr, flush=True)
 
 
 def lr_factor(step: int, s: TrainSettings) -> float:
@@ -101,6 +131,7 @@ def train_batched(
     run and the steps each model was updated (`model_steps`).
     """
     optimizer = make_optimizer(model, settings)
+    net = compiled_or_eager(model, _COMPILE_STEPS if settings.compile is None else settings.compile)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, settings))
     params = [p for p in model.parameters() if p.requires_grad]
     history = []
@@ -111,11 +142,20 @@ def train_batched(
     bar = tqdm(range(settings.steps), desc=desc, file=sys.stderr, mininterval=5.0, ascii=True)
     for step in bar:
         batch = next_batch(step)
-        losses = loss_fn(model, batch)
+        optimizer.zero_grad(set_to_none=True)
+        try:
+            losses = loss_fn(net, batch)
+            losses.sum().backward()
+        except Exception as error:  # noqa: BLE001 - compilation is lazy: a missing compiler fails here
+            if net is model:
+                raise
+            _log_fallback(error)
+            net = model
+            optimizer.zero_grad(set_to_none=True)
+            losses = loss_fn(net, batch)
+            losses.sum().backward()
         if model_steps is None:
             model_steps = torch.zeros(losses.shape[0], dtype=torch.long)
-        optimizer.zero_grad(set_to_none=True)
-        losses.sum().backward()
         if settings.clip_norm is not None:
             clip_per_model(params, settings.clip_norm)
         optimizer.step()

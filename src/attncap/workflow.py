@@ -84,7 +84,8 @@ class Rules:
             f"{JOB} -- python scripts/run_experiment.py {shell_arg(claim)} {shell_arg(experiment)} "
             f"--part {shell_arg(part)} --spec {{params.spec:q}} --seed {shell_arg(str(self.config['seed']))} "
             f"--device {shell_arg(self.config['device'])} --threads {{threads}} --tier {shell_arg(self.tier)} "
-            f"--out {{output:q}}"
+            + ("--compile " if claim in self.config.get("compile", []) else "")
+            + "--out {output:q}"
         )
 
     def notebook_files(self, claim: str, figures, tables, captioned: bool = False) -> list:

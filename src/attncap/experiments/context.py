@@ -7,6 +7,7 @@ import time
 import pandas as pd
 
 from attncap.runtime import configure_torch, provenance, resolve_device
+from attncap.train import compile_steps
 
 
 @dataclasses.dataclass
@@ -18,13 +19,16 @@ class RunContext:
     threads: int
     tier: str
     part: str = "all"
+    compile: bool = False  # torch.compile the training steps (attncap.train.compile_steps)
     started: float = dataclasses.field(default_factory=time.perf_counter)
 
     @classmethod
-    def create(cls, *, claim, experiment, seed=0, device="auto", threads=1, tier="unknown", part="all"):
+    def create(cls, *, claim, experiment, seed=0, device="auto", threads=1, tier="unknown", part="all",
+               compile=False):
         configure_torch(threads, seed)
+        compile_steps(compile)
         return cls(claim=claim, experiment=experiment, seed=seed, device=resolve_device(device),
-                   threads=threads, tier=tier, part=part)
+                   threads=threads, tier=tier, part=part, compile=bool(compile))
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
@@ -40,6 +44,7 @@ class RunContext:
             frame["wall_time_s"] = self.elapsed()
         frame["job_wall_time_s"] = self.elapsed()
         frame["threads"] = self.threads
+        frame["compiled"] = self.compile
         for key, value in provenance(self.device, self.tier).items():
             frame[key] = value
         return frame
