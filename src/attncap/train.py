@@ -142,18 +142,21 @@ def train_batched(
     bar = tqdm(range(settings.steps), desc=desc, file=sys.stderr, mininterval=5.0, ascii=True)
     for step in bar:
         batch = next_batch(step)
-        optimizer.zero_grad(set_to_none=True)
+
+        def forward_backward(module):
+            optimizer.zero_grad(set_to_none=True)
+            out = loss_fn(module, batch)
+            out.sum().backward()
+            return out
+
         try:
-            losses = loss_fn(net, batch)
-            losses.sum().backward()
+            losses = forward_backward(net)
         except Exception as error:  # noqa: BLE001 - compilation is lazy: a missing compiler fails here
             if net is model:
                 raise
             _log_fallback(error)
             net = model
-            optimizer.zero_grad(set_to_none=True)
-            losses = loss_fn(net, batch)
-            losses.sum().backward()
+            losses = forward_backward(net)
         if model_steps is None:
             model_steps = torch.zeros(losses.shape[0], dtype=torch.long)
         if settings.clip_norm is not None:

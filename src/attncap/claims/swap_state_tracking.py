@@ -105,7 +105,13 @@ def _transformer_gate(frame: pd.DataFrame | None, control_frame: pd.DataFrame | 
     return "; ".join(failures), note
 
 
-def _with_note(check: Check, note: str) -> Check:
+def _gate_against_transformer(check: Check, frame, control_frame, ns) -> Check:
+    """Gate a DeltaFormer-vs-Transformer check: DeltaFormer must carry its certificate, the Transformer only
+    the positive control and finite runs (`_transformer_gate`); a Transformer that did not learn T_train
+    is noted beside a verdict that stands."""
+    failure, note = _transformer_gate(frame, control_frame, ns)
+    failure = "; ".join(p for p in (_certificate(frame, [DELTAFORMER], ns), failure) if p)
+    check = gate(check, _precondition([DELTAFORMER], ns) + TRANSFORMER_PRECONDITION, failure)
     if note and check.verdict != INCONCLUSIVE:
         check.reason = "; ".join(p for p in (check.reason, note) if p)
     return check
@@ -214,9 +220,7 @@ def main_claim(frame: pd.DataFrame | None, control_frame: pd.DataFrame | None = 
     if not complete:
         check.reason = "missing cells at n ∈ {5, 8}"
         return gate(check, _precondition([DELTAFORMER], MAIN_N), check.reason)
-    failure, note = _transformer_gate(frame, control_frame, MAIN_N)
-    failure = "; ".join(p for p in (_certificate(frame, [DELTAFORMER], MAIN_N), failure) if p)
-    return _with_note(gate(check, _precondition([DELTAFORMER], MAIN_N) + TRANSFORMER_PRECONDITION, failure), note)
+    return _gate_against_transformer(check, frame, control_frame, MAIN_N)
 
 
 def boundary(frame: pd.DataFrame | None) -> Check:
@@ -272,9 +276,7 @@ def published(frame: pd.DataFrame | None, control_frame: pd.DataFrame | None = N
     ns = sorted(set(former.index) | set(transformer.index))
     if not ns:
         return gate(check, _precondition([DELTAFORMER]), "no DeltaFormer or Transformer runs")
-    failure, note = _transformer_gate(frame, control_frame, ns)
-    failure = "; ".join(p for p in (_certificate(frame, [DELTAFORMER], ns), failure) if p)
-    return _with_note(gate(check, _precondition([DELTAFORMER], ns) + TRANSFORMER_PRECONDITION, failure), note)
+    return _gate_against_transformer(check, frame, control_frame, ns)
 
 
 def kernel(frame: pd.DataFrame | None, ablation: pd.DataFrame | None) -> Check:
