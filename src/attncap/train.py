@@ -215,6 +215,17 @@ def plateau_drop(losses, fraction: float = 0.1) -> float:
     return (before - last) / abs(before) if before else 0.0
 
 
+def tail_lr_fraction(settings: TrainSettings, steps: int, fraction: float = 0.1) -> float:
+    """Mean learning-rate factor (peak = 1) over the last `fraction` of `steps` optimizer steps, the window
+    `plateau_drop` compares: the certificate divides the loss drop by it, so a schedule that decayed to
+    almost nothing cannot pass for a plateau (`attncap.claims.certify`)."""
+    steps = int(steps)
+    window = max(1, int(steps * fraction))
+    if steps < 1:
+        return math.nan
+    return sum(lr_factor(step, settings) for step in range(steps - window, steps)) / window
+
+
 def final_loss(losses, window: int = 10) -> float:
     """Mean of the last `window` losses of one model (NaN/inf propagate: a diverged run stays visible)."""
     losses = [float(x) for x in losses][-window:]

@@ -1,11 +1,13 @@
 """Machine-checked verdicts: each claim module turns result tables into a list of `Check`s.
 
-A check is only "reproduced" when the numbers it needs were measured; missing inputs give
-"inconclusive", never a pass. A trained check also states its precondition (the learning
-certificate: every compared run finite and at least `LEARNED_ACCURACY` in distribution); when the
-runs do not meet it the verdict is "inconclusive" with the reason (`gate`), because a model that never
-learned its training distribution cannot refute a claim. `render_markdown` turns all claims' JSON
-into `results/claims.md`.
+A check names the claim's law (`expected`) and its most plausible rival (`rival`) and decides by comparing
+them on the same points (`attncap.claims.laws`); a pass the rival would also get is no evidence. A check
+is only "reproduced" when the numbers it needs were measured; missing inputs give "inconclusive", never a
+pass. A trained check also states its precondition and is gated on the runs' learning `Certificate`
+(`certify`: judged per run, typed by kind); when the runs it depends on failed it, the verdict is
+"inconclusive" with the reason (`gate`), because a model that never learned cannot refute a claim.
+Sanity checks (kind `sanity`) test the machinery and are counted apart from claim checks.
+`render_markdown` turns all claims' JSON into `results/claims.md`.
 """
 from __future__ import annotations
 
@@ -27,12 +29,32 @@ before it may count as evidence about capacity or generalization."""
 
 PLATEAU_DROP = 0.05
 """A memorization run counts as converged when its loss fell by less than this fraction over the last
-10% of training (`attncap.train.plateau_drop`): its accuracy is then what training can reach."""
+10% of training *per unit of learning rate*: the raw fall (`attncap.train.plateau_drop`) divided by the
+mean learning-rate factor of that window (`attncap.train.tail_lr_fraction`, peak = 1). A decayed schedule
+cannot fake a plateau: a run losing 30% per tenth at full rate still shows 30% however small its last
+learning rate is."""
 
-# Learning status of one trained run, recorded in its CSV row as `status`.
+MIN_LR_FRACTION = 0.01
+"""Below this mean learning-rate factor in the last 10% of training a plateau cannot be told from a
+stopped schedule: such a run is 'still moving' (not certified), whatever its loss did."""
+
+# Kinds of a learning certificate (one run's, or a set of runs'). `status` in a run's CSV row is one of
+# these; a Certificate of several runs lists its failures, each with its kind and the runs concerned.
 LEARNED = "learned"
-UNDER_TRAINED = "under-trained"
-DIVERGED = "diverged"
+UNDER_TRAINED = "under-trained"  # finite, but below the in-distribution accuracy it must reach
+STILL_MOVING = "still moving"  # loss still falling per unit of learning rate (or the rate vanished)
+DIVERGED = "diverged"  # non-finite loss
+TOO_SHORT = "too short"  # trained for fewer steps than the check needs
+MISSING = "missing"  # no certificate columns (or no runs) in the table: never invented
+SOFT_KINDS = frozenset({UNDER_TRAINED, STILL_MOVING})
+"""Failures after which a *lower-bound* pass may stand: the runs trained, finitely, and could only
+improve. Any other failure withholds every verdict."""
+_SEVERITY = (MISSING, DIVERGED, TOO_SHORT, STILL_MOVING, UNDER_TRAINED)
+
+CLAIM, SANITY = "claim", "sanity"
+"""Kinds of check: a `claim` check tests a paper's statement against a rival law; a `sanity` check tests
+that the machinery behaves (a model beats its initialisation, a construction works). Totals count them
+apart."""
 
 
 @dataclasses.dataclass
@@ -47,100 +69,196 @@ class Check:
     tier: str = "unknown"
     precondition: str = ""  # what the runs must satisfy before the check may decide (trained checks)
     reason: str = ""  # why the verdict is inconclusive, when it is
+    rival: str = ""  # the most plausible rival law, which the check must tell apart from `expected`
+    kind: str = CLAIM  # CLAIM or SANITY
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
             raise ValueError(f"unknown verdict {self.verdict!r}")
+        if self.kind not in (CLAIM, SANITY):
+            raise ValueError(f"unknown check kind {self.kind!r}")
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
 
 
-def learning_status(final_loss: float, accuracy: float | None = None, threshold: float = LEARNED_ACCURACY,
-                    loss_drop: float | None = None) -> str:
-    """One run's certificate: `diverged` (non-finite loss), `learned` or `under-trained`.
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """One way a set of runs fails its learning certificate: the kind, the runs concerned (labels such
+    as 'mixer=softmax d_model=32 seed=1') and a sentence saying what was measured."""
+    kind: str
+    runs: tuple[str, ...]
+    text: str
 
-    With `accuracy`, learned means accuracy ≥ threshold (tasks the model can solve). With `loss_drop`
-    (memorization beyond capacity, where accuracy < 1 is the measurement), learned means the loss
-    has plateaued: it fell by less than PLATEAU_DROP over the last 10% of training.
-    """
+
+@dataclasses.dataclass(frozen=True)
+class Certificate:
+    """The learning certificate of the runs a check compares: learned when `failures` is empty.
+
+    A small typed result, so that gates decide on kinds (`soft`, `only`, `without`), never by matching
+    reason strings; `text` is the human-readable reason."""
+    failures: tuple[Failure, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    @property
+    def kind(self) -> str:
+        """LEARNED, or the most severe failure kind."""
+        kinds = {f.kind for f in self.failures}
+        return next((k for k in _SEVERITY if k in kinds), LEARNED)
+
+    @property
+    def kinds(self) -> set[str]:
+        return {f.kind for f in self.failures}
+
+    @property
+    def soft(self) -> bool:
+        """Failed, but only by runs that are finite and could still improve (SOFT_KINDS)."""
+        return bool(self.failures) and self.kinds <= SOFT_KINDS
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        return tuple(r for f in self.failures for r in f.runs)
+
+    @property
+    def text(self) -> str:
+        return "; ".join(f.text for f in self.failures)
+
+    def __add__(self, other: "Certificate") -> "Certificate":
+        return Certificate(self.failures + other.failures)
+
+    def only(self, *kinds: str) -> "Certificate":
+        return Certificate(tuple(f for f in self.failures if f.kind in kinds))
+
+    def without(self, *kinds: str) -> "Certificate":
+        return Certificate(tuple(f for f in self.failures if f.kind not in kinds))
+
+    def annotated(self, note: str) -> "Certificate":
+        """The same failures with `note` appended to the last one's text (e.g. where a curriculum stopped)."""
+        if not self.failures or not note:
+            return self
+        *head, last = self.failures
+        return Certificate((*head, dataclasses.replace(last, text=f"{last.text} ({note})")))
+
+    @classmethod
+    def fail(cls, kind: str, text: str, runs: Sequence[str] = ()) -> "Certificate":
+        if kind not in _SEVERITY:
+            raise ValueError(f"unknown certificate failure kind {kind!r}")
+        return cls((Failure(kind, tuple(runs), text),))
+
+    @classmethod
+    def combine(cls, certificates: Iterable["Certificate"]) -> "Certificate":
+        return cls(tuple(f for c in certificates for f in c.failures))
+
+
+CERTIFIED = Certificate()
+
+
+def learning_status(final_loss: float, accuracy: float | None = None, threshold: float = LEARNED_ACCURACY,
+                    loss_drop: float | None = None, lr_fraction: float | None = None,
+                    saturated: float | None = None) -> str:
+    """One run's certificate kind: DIVERGED (non-finite loss), UNDER_TRAINED (accuracy < threshold),
+    STILL_MOVING (loss fell > PLATEAU_DROP per unit of learning rate in the last 10% of training, or the
+    rate vanished), else LEARNED. The same rule as `certify`, which the checks use, so a run's `status`
+    column and the gate agree.
+
+    `accuracy` is for tasks the model can solve. `loss_drop` + `lr_fraction` are for memorization beyond
+    capacity, where accuracy < 1 is the measurement; with `saturated`, a run whose accuracy reaches it is
+    not held to the plateau (a model that stores everything keeps sharpening its margins)."""
     if final_loss is None or not math.isfinite(float(final_loss)):
         return DIVERGED
-    if accuracy is not None and not float(accuracy) >= threshold:
+    if accuracy is not None and threshold is not None and not float(accuracy) >= threshold:
         return UNDER_TRAINED
-    if loss_drop is not None and math.isfinite(float(loss_drop)) and float(loss_drop) > PLATEAU_DROP:
-        return UNDER_TRAINED
+    if loss_drop is not None:
+        if saturated is not None and accuracy is not None and float(accuracy) >= saturated:
+            return LEARNED
+        if _still_moving(loss_drop, lr_fraction):
+            return STILL_MOVING
     return LEARNED
 
 
-def certificate_failures(frame, label: Sequence[str], *, accuracy: str | None = "train_accuracy",
-                         loss: str = "final_train_loss", threshold: float | None = LEARNED_ACCURACY,
-                         loss_drop: str | None = None, saturated: float | None = None,
-                         min_steps: int | None = None, steps: str = "steps") -> str:
-    """'' when every run of `frame` is finite and ≥ threshold in distribution, else the reason, e.g.
-    'under-trained (< 0.9 in distribution): mixer=softmax d_model=32 kv_pairs=8 reached 0.22; diverged: …'.
+def _still_moving(loss_drop, lr_fraction) -> bool:
+    drop = float(loss_drop)
+    if not math.isfinite(drop):
+        return True  # too short a history to tell
+    fraction = 1.0 if lr_fraction is None else float(lr_fraction)
+    if not fraction >= MIN_LR_FRACTION:
+        return True
+    return drop / fraction > PLATEAU_DROP
 
-    Runs are grouped by `label` (seeds averaged); a group fails if any of its runs diverged or its
-    mean accuracy is below the threshold. With `accuracy=None` and a `loss_drop` column (memorization
-    runs), a group fails instead if its loss had not plateaued (mean drop > PLATEAU_DROP), unless its
-    mean accuracy is at least `saturated` (a model that stores everything keeps sharpening its
-    margins; its loss never plateaus, and its accuracy cannot rise). `min_steps` fails every run
-    trained for fewer steps (column `steps`): too short to say anything.
-    """
+
+def certify(frame, label: Sequence[str], *, accuracy: str | None = "train_accuracy",
+            loss: str = "final_train_loss", threshold: float | None = LEARNED_ACCURACY,
+            loss_drop: str | None = None, lr_fraction: str = "lr_last10", saturated: float | None = None,
+            min_steps: int | None = None, steps: str = "steps", run: Sequence[str] = ("seed",)) -> Certificate:
+    """The learning certificate of every run (row) of `frame`, judged one run at a time.
+
+    A run fails if its loss is not finite (DIVERGED); if its accuracy is below `threshold` (UNDER_TRAINED);
+    with a `loss_drop` column (memorization runs), if its loss still fell more than PLATEAU_DROP per unit
+    of learning rate in the last 10% of training (the `lr_fraction` column, mean learning-rate factor of
+    that window; required) unless its accuracy reaches `saturated` (STILL_MOVING); with `min_steps`, if it
+    trained for fewer steps (TOO_SHORT). A table without the columns, or without runs, is MISSING: a
+    certificate is never invented. Runs are named by `label` and `run` columns (e.g. seed)."""
     if frame is None or len(frame) == 0:
-        return "no trained runs"
+        return Certificate.fail(MISSING, "no trained runs")
     needed = [c for c in (accuracy, loss, loss_drop) if c is not None]
-    if any(c not in frame for c in needed):
-        return f"no learning certificate in the table (columns {needed})"
-    if min_steps is not None and steps in frame and float(frame[steps].min()) < min_steps:
-        return f"trained {int(frame[steps].min())} steps (< {min_steps}): too short to measure"
-    label = [c for c in label if c in frame]
-    diverged, under, moving = [], [], []
-    groups = frame.groupby(label, sort=True) if label else [((), frame)]
-    for key, group in groups:
-        key = key if isinstance(key, tuple) else (key,)
-        name = " ".join(f"{c}={_short(v)}" for c, v in zip(label, key)) or "all runs"
-        losses = _floats(group[loss])
-        if not np.isfinite(losses).all():
-            diverged.append(name)
+    if loss_drop is not None:
+        needed.append(lr_fraction)
+    absent = [c for c in needed if c not in frame]
+    if absent:
+        return Certificate.fail(MISSING, f"no learning certificate in the table (columns {absent} missing)")
+    names = [c for c in list(label) + list(run) if c in frame]
+    failures = {kind: [] for kind in _SEVERITY}
+    for _, row in frame.iterrows():
+        name = " ".join(f"{c}={_short(row[c])}" for c in names) or "run"
+        if min_steps is not None and steps in frame and float(row[steps]) < min_steps:
+            failures[TOO_SHORT].append((name, f"{name} ({int(row[steps])} steps)"))
             continue
-        mean_acc = float(_floats(group[accuracy]).mean()) if accuracy is not None else math.nan
-        if accuracy is not None and threshold is not None and not mean_acc >= threshold:
-            under.append(f"{name} reached {mean_acc:.2f}")
-        if loss_drop is not None:
-            drop = float(np.nanmean(_floats(group[loss_drop])))
-            if drop > PLATEAU_DROP and not (saturated is not None and mean_acc >= saturated):
-                moving.append(f"{name} (loss fell {drop:.0%} in the last 10% of training)")
-    parts = []
-    if moving:
-        parts.append("loss not plateaued: " + listing(moving))
-    if under:
-        parts.append(f"under-trained (< {threshold:g} in distribution): " + listing(under))
-    if diverged:
-        parts.append("diverged: " + listing(diverged))
-    return "; ".join(parts)
+        final = float(row[loss]) if row[loss] is not None else math.nan
+        if not math.isfinite(final):
+            failures[DIVERGED].append((name, name))
+            continue
+        acc = float(row[accuracy]) if accuracy is not None else math.nan
+        if accuracy is not None and threshold is not None and not acc >= threshold:
+            failures[UNDER_TRAINED].append((name, f"{name} reached {acc:.2f}"))
+        if loss_drop is not None and not (saturated is not None and acc >= saturated):
+            drop, fraction = float(row[loss_drop]), float(row[lr_fraction])
+            if _still_moving(drop, fraction):
+                rate = f"{drop / fraction:.0%}" if fraction >= MIN_LR_FRACTION and math.isfinite(drop) else "n/a"
+                failures[STILL_MOVING].append(
+                    (name, f"{name} (loss fell {drop:.1%} at {fraction:.0%} of the peak rate: {rate} per unit rate)"))
+    heads = {
+        TOO_SHORT: f"trained fewer than {min_steps} steps, too short to measure",
+        DIVERGED: "diverged",
+        STILL_MOVING: f"loss still falling (> {PLATEAU_DROP:.0%} in the last 10% of training per unit of learning "
+                      f"rate, or the rate fell below {MIN_LR_FRACTION:.0%} of its peak)",
+        UNDER_TRAINED: f"under-trained (< {threshold:g} in distribution)" if threshold is not None else "under-trained",
+    }
+    parts = [Failure(kind, tuple(n for n, _ in items), f"{heads[kind]}: " + listing([t for _, t in items]))
+             for kind, items in failures.items() if items]
+    return Certificate(tuple(parts))
 
 
-SOFT_FAILURES = ("under-trained", "loss not plateaued")
-"""Certificate failures after which a lower-bound pass may stand (the runs trained, finitely, but could
-still improve); a missing certificate, too-short training or divergence withholds every verdict."""
+def gate(check: Check, precondition: str, certificate: Certificate, *, lower_bound: bool = False) -> Check:
+    """Record a trained check's precondition; if the `certificate` failed, the verdict becomes
+    inconclusive with its text as the reason (the measured numbers stay).
 
-
-def gate(check: Check, precondition: str, failure: str, *, lower_bound: bool = False) -> Check:
-    """Record a trained check's precondition; if `failure` is non-empty the verdict becomes
-    inconclusive with that reason (the measured numbers stay).
-
-    lower_bound=True is for checks of the form "trained models reach at least X": more training can
-    only raise the measurement, so a pass by under-trained runs stands and only a failure (not
-    reproduced, partially) is withheld.
+    lower_bound=True is only for checks of the form "trained models reach at least X" (not slopes, not
+    comparisons): more training can only raise the measurement, so a pass by runs whose only failures
+    are soft (under-trained, still moving) stands, and any other verdict is withheld.
     """
+    if not isinstance(certificate, Certificate):
+        raise TypeError(f"gate() takes a Certificate, not {type(certificate).__name__}")
     check.precondition = precondition
-    soft = failure.startswith(SOFT_FAILURES) and "diverged" not in failure
-    if failure and not (lower_bound and soft and check.verdict == REPRODUCED):
+    if certificate.ok:
+        return check
+    if lower_bound and certificate.soft and check.verdict == REPRODUCED:
+        check.reason = f"passes although {certificate.text}"
+    else:
         check.verdict = INCONCLUSIVE
-        check.reason = failure
-    elif failure:
-        check.reason = f"passes although {failure}"
+        check.reason = certificate.text
     return check
 
 
@@ -240,26 +358,30 @@ def render_markdown(documents: Sequence[dict]) -> str:
         "",
         f"Tier: {', '.join(tiers)}. Built from revision: {', '.join(revisions)}.",
         "",
-        "| claim | check | statement | measured | expected | verdict |",
-        "|---|---|---|---|---|---|",
+        "| claim | check | statement | measured | expected | rival | verdict |",
+        "|---|---|---|---|---|---|---|",
     ]
     for doc in documents:
         for c in doc["checks"]:
+            check_id = c["id"] + (" (sanity)" if c.get("kind", CLAIM) == SANITY else "")
             measured = _cell(c["measured"])
             verdict = f"**{c['verdict']}**"
             if c.get("reason"):
                 verdict += f" ({_cell(c['reason'])})"
             lines.append(
-                f"| {doc['claim']} | {c['id']} | {_cell(c['statement'])} | {measured} | "
-                f"{_cell(c['expected'])} | {verdict} |"
+                f"| {doc['claim']} | {check_id} | {_cell(c['statement'])} | {measured} | "
+                f"{_cell(c['expected'])} | {_cell(c.get('rival', ''))} | {verdict} |"
             )
-    counts = verdict_totals(documents)
-    lines += ["", "Totals: " + ", ".join(f"{k}: {v}" for k, v in counts.items()), ""]
+    counts, sanity = verdict_totals(documents), verdict_totals(documents, SANITY)
+    lines += ["", "Totals (claim checks): " + ", ".join(f"{k}: {v}" for k, v in counts.items()),
+              "", "Sanity checks (counted apart): " + ", ".join(f"{k}: {v}" for k, v in sanity.items()), ""]
     return "\n".join(lines)
 
 
-def verdict_totals(documents: Sequence[dict]) -> dict[str, int]:
-    return {v: sum(c["verdict"] == v for d in documents for c in d["checks"]) for v in VERDICTS}
+def verdict_totals(documents: Sequence[dict], kind: str = CLAIM) -> dict[str, int]:
+    """Verdict counts over the checks of one kind (claim checks by default; sanity checks apart)."""
+    checks = [c for d in documents for c in d["checks"] if c.get("kind", CLAIM) == kind]
+    return {v: sum(c["verdict"] == v for c in checks) for v in VERDICTS}
 
 
 def render_landing(documents: Sequence[dict]) -> str:
@@ -280,6 +402,7 @@ def render_landing(documents: Sequence[dict]) -> str:
         f":Revision: {revisions}",
         f":Claims: {', '.join(d['claim'] for d in documents) or 'none'}",
         ":Verdicts: " + ", ".join(f"{k}: {v}" for k, v in totals.items()),
+        ":Sanity checks: " + ", ".join(f"{k}: {v}" for k, v in verdict_totals(documents, SANITY).items()),
         "",
         ".. list-table:: Verdicts per claim",
         "   :header-rows: 1",

@@ -1,0 +1,193 @@
+"""Decide a claimed law against its most plausible rival on the same points, at a stated error rate.
+
+Three decisions, each returning numbers a check can put in `measured` and a `preferred` outcome:
+
+* `compare_laws`: two least-squares laws for the same response (e.g. log N* against d, exponential
+  growth, vs log N* against log d, polynomial growth). Decided by the small-sample Akaike weight: the
+  claimed law wins when its weight is ≥ `LAW_WEIGHT` (it is ≥ 19× more plausible than the rival, given
+  Gaussian residuals), the rival when its weight is, otherwise the comparison is not resolved.
+* `exponent_interval`: a fitted power (log-log slope) with its Student-t interval; the claimed exponent
+  must lie inside it and the rival's outside.
+* `compare_groups`: two noisy measurements (e.g. seeds of two arms); their difference is resolved only
+  when its Student-t interval (Welch, or paired over seeds) excludes 0.
+
+"Not resolved" is a result: the check says so (`INCONCLUSIVE` with the numbers, `not_resolved_reason`),
+never a pass.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Sequence
+
+import numpy as np
+from scipy import stats
+
+CLAIMED, RIVAL, NOT_RESOLVED = "claimed", "rival", "not resolved"
+LAW_WEIGHT = 0.95
+"""Akaike weight at which one of two laws is decided (posterior odds 19:1 under equal priors)."""
+LEVEL = 0.95
+"""Confidence level of exponent intervals and of group differences (two-sided; each side errs ≤ 2.5%)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LawComparison:
+    """Two laws fitted to the same points: residual sums of squares, parameters, small-sample AIC, the
+    claimed law's Akaike weight and the decision."""
+    claimed: str
+    rival: str
+    n: int
+    rss_claimed: float
+    rss_rival: float
+    params_claimed: tuple[float, ...]
+    params_rival: tuple[float, ...]
+    aicc_claimed: float
+    aicc_rival: float
+    weight_claimed: float
+    preferred: str
+
+    def measured(self) -> dict:
+        return {"points": self.n, "rss_claimed": self.rss_claimed, "rss_rival": self.rss_rival,
+                "akaike_weight_claimed": self.weight_claimed, "preferred": self.preferred}
+
+    def describe(self) -> str:
+        return (f"{self.claimed} vs {self.rival} on {self.n} points: RSS {self.rss_claimed:.3g} vs "
+                f"{self.rss_rival:.3g}, Akaike weight of the claimed law {self.weight_claimed:.3f}")
+
+
+def _design(features) -> np.ndarray:
+    matrix = np.asarray(features, dtype=float)
+    return matrix[:, None] if matrix.ndim == 1 else matrix
+
+
+def _aicc(rss: float, n: int, k: int) -> float:
+    """Small-sample AIC of a Gaussian least-squares fit with k coefficients (+1 for the variance)."""
+    params = k + 1
+    rss = max(rss, 1e-300 * n)  # an exact fit: finite, and the law with fewer parameters still wins ties
+    correction = 2 * params * (params + 1) / (n - params - 1) if n - params - 1 > 0 else math.inf
+    return n * math.log(rss / n) + 2 * params + correction
+
+
+def compare_laws(y, claimed_features, rival_features, *, claimed: str, rival: str,
+                 weight: float = LAW_WEIGHT) -> LawComparison:
+    """Fit y ≈ X·β by least squares for each law's design matrix X (columns: the law's regressors, an
+    intercept column included by the caller where the law has one), on the points where every value is
+    finite, and decide by the Akaike weight of the claimed law (AICc: fair to laws with different numbers
+    of coefficients, and to few points). Fewer points than either law needs → NOT_RESOLVED."""
+    y = np.asarray(y, dtype=float)
+    a, b = _design(claimed_features), _design(rival_features)
+    keep = np.isfinite(y) & np.isfinite(a).all(1) & np.isfinite(b).all(1)
+    y, a, b = y[keep], a[keep], b[keep]
+    n = len(y)
+    fits = []
+    for matrix in (a, b):
+        if n < matrix.shape[1] + 3:  # AICc needs n > k + 2
+            fits.append((math.nan, (), math.inf))
+            continue
+        beta, *_ = np.linalg.lstsq(matrix, y, rcond=None)
+        rss = float(np.sum((y - matrix @ beta) ** 2))
+        fits.append((rss, tuple(float(v) for v in beta), _aicc(rss, n, matrix.shape[1])))
+    (rss_a, beta_a, aic_a), (rss_b, beta_b, aic_b) = fits
+    if math.isinf(aic_a) or math.isinf(aic_b):
+        return LawComparison(claimed, rival, n, rss_a, rss_b, beta_a, beta_b, aic_a, aic_b, math.nan, NOT_RESOLVED)
+    delta = aic_b - aic_a  # > 0 favours the claimed law
+    w = 1.0 / (1.0 + math.exp(-delta)) if delta > -700 else 0.0
+    preferred = CLAIMED if w >= weight else RIVAL if 1.0 - w >= weight else NOT_RESOLVED
+    return LawComparison(claimed, rival, n, rss_a, rss_b, beta_a, beta_b, aic_a, aic_b, w, preferred)
+
+
+def with_intercept(*columns) -> np.ndarray:
+    """Design matrix [1, c1, c2, …] for `compare_laws`."""
+    columns = [np.asarray(c, dtype=float) for c in columns]
+    return np.column_stack([np.ones_like(columns[0])] + columns)
+
+
+@dataclasses.dataclass(frozen=True)
+class Exponent:
+    """A fitted slope (a power, when x and y are logs) with its two-sided Student-t interval."""
+    slope: float
+    low: float
+    high: float
+    intercept: float
+    r2: float
+    n: int
+    level: float
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+    def decide(self, claimed: float, rival: float) -> str:
+        """CLAIMED when the interval holds the claimed value and not the rival's, RIVAL for the mirror
+        image, NOT_RESOLVED when it holds both or neither."""
+        c, r = self.contains(claimed), self.contains(rival)
+        return CLAIMED if c and not r else RIVAL if r and not c else NOT_RESOLVED
+
+    def measured(self) -> dict:
+        return {"slope": self.slope, "interval": [self.low, self.high], "level": self.level, "r2": self.r2,
+                "points": self.n}
+
+
+def exponent_interval(x, y, *, log: bool = True, level: float = LEVEL) -> Exponent:
+    """Least-squares slope of y on x (of log y on log x with `log`) with its Student-t interval on n − 2
+    degrees of freedom. Fewer than 3 finite points: NaN slope and an infinite interval."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if log:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x, y = np.log(x), np.log(y)
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    n = len(x)
+    if n < 3 or np.ptp(x) == 0:
+        return Exponent(math.nan, -math.inf, math.inf, math.nan, math.nan, n, level)
+    fit = stats.linregress(x, y)
+    half = float(stats.t.ppf(0.5 + level / 2, n - 2)) * float(fit.stderr)
+    return Exponent(float(fit.slope), float(fit.slope) - half, float(fit.slope) + half, float(fit.intercept),
+                    float(fit.rvalue**2), n, level)
+
+
+@dataclasses.dataclass(frozen=True)
+class Difference:
+    """mean(a) − mean(b) with its Student-t interval; `preferred` is 'a', 'b' or NOT_RESOLVED."""
+    difference: float
+    low: float
+    high: float
+    n_a: int
+    n_b: int
+    paired: bool
+    level: float
+    preferred: str
+
+    def measured(self) -> dict:
+        return {"difference": self.difference, "interval": [self.low, self.high], "level": self.level,
+                "seeds": [self.n_a, self.n_b], "paired": self.paired, "preferred": self.preferred}
+
+
+def compare_groups(a: Sequence[float], b: Sequence[float], *, paired: bool = False, level: float = LEVEL,
+                   margin: float = 0.0) -> Difference:
+    """Is mean(a) > mean(b) + margin, or below mean(b) − margin, beyond the seed spread? Welch's interval
+    (or the paired one, seed by seed); one value per side (no spread) cannot resolve anything."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    a, b = (a[np.isfinite(a) & np.isfinite(b)], b[np.isfinite(a) & np.isfinite(b)]) if paired else (
+        a[np.isfinite(a)], b[np.isfinite(b)])
+    diff = float(a.mean() - b.mean()) if len(a) and len(b) else math.nan
+    q = 0.5 + level / 2
+    if paired and len(a) >= 2:
+        d = a - b
+        se, dof = float(d.std(ddof=1) / math.sqrt(len(d))), len(d) - 1
+    elif not paired and len(a) >= 2 and len(b) >= 2:
+        va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+        se = math.sqrt(va + vb)
+        dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb > 0 else math.inf
+    else:
+        return Difference(diff, -math.inf, math.inf, len(a), len(b), paired, level, NOT_RESOLVED)
+    half = float(stats.t.ppf(q, dof)) * se if se > 0 else 0.0
+    low, high = diff - half, diff + half
+    preferred = "a" if low > margin else "b" if high < -margin else NOT_RESOLVED
+    return Difference(diff, low, high, len(a), len(b), paired, level, preferred)
+
+
+def not_resolved_reason(what: str, detail: str) -> str:
+    """The reason of a check whose comparison the data cannot decide."""
+    return f"not resolved: {what} ({detail})"

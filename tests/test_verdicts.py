@@ -1,0 +1,119 @@
+"""The shared verdict machinery: typed learning certificates judged per run, gates that withhold only
+on failed certificates, the schedule-proof plateau rule, and the law comparisons every check decides by."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attncap.claims import (CERTIFIED, CLAIM, DIVERGED, INCONCLUSIVE, LEARNED, MISSING, NOT_REPRODUCED, REPRODUCED,
+                            SANITY, STILL_MOVING, TOO_SHORT, UNDER_TRAINED, Certificate, Check, certify, gate,
+                            learning_status, render_markdown, verdict_totals)
+from attncap.claims.laws import (CLAIMED, NOT_RESOLVED, RIVAL, compare_groups, compare_laws, exponent_interval,
+                                 with_intercept)
+from attncap.train import TrainSettings, lr_factor, plateau_drop, tail_lr_fraction
+
+
+def runs(**columns):
+    return pd.DataFrame(columns)
+
+
+def check(verdict=REPRODUCED, kind=CLAIM):
+    return Check("x", "s", "src", 1.0, "law", "rule", verdict, kind=kind)
+
+
+# ---- certificates ---------------------------------------------------------------------------------
+
+def test_one_seed_below_threshold_fails_although_the_mean_passes():
+    frame = runs(mixer=["a", "a", "a"], seed=[0, 1, 2], train_accuracy=[1.0, 1.0, 0.8], final_train_loss=[0.1] * 3)
+    cert = certify(frame, ["mixer"])
+    assert cert.kind == UNDER_TRAINED and cert.runs == ("mixer=a seed=2",)
+    assert learning_status(0.1, 0.8) == UNDER_TRAINED
+
+
+def test_missing_columns_are_never_invented():
+    frame = runs(mixer=["a"], seed=[0], acc=[1.0])
+    assert certify(frame, ["mixer"]).kind == MISSING
+    assert certify(None, ["mixer"]).kind == MISSING
+    lossy = runs(mixer=["a"], seed=[0], final_train_loss=[0.1], loss_drop_last10=[0.0])
+    assert certify(lossy, ["mixer"], accuracy=None, loss_drop="loss_drop_last10").kind == MISSING  # no lr_last10
+
+
+def test_kinds_are_typed_and_ordered_by_severity():
+    frame = runs(cell=[1, 2, 3, 4], seed=[0] * 4, train_accuracy=[0.5, 1.0, 1.0, 1.0],
+                 final_train_loss=[0.1, math.nan, 0.1, 0.1], steps=[100, 100, 10, 100])
+    cert = certify(frame, ["cell"], min_steps=50)
+    assert cert.kinds == {UNDER_TRAINED, DIVERGED, TOO_SHORT} and cert.kind == DIVERGED and not cert.soft
+    assert cert.only(UNDER_TRAINED).soft and cert.without(DIVERGED, TOO_SHORT).runs == ("cell=1 seed=0",)
+    note = "curriculum stopped at T = 4; longest: 8"  # a note that itself contains '; ' stays one failure
+    assert len(cert.only(UNDER_TRAINED).annotated(note).failures) == 1
+
+
+def test_a_decayed_schedule_cannot_fake_a_plateau():
+    """Loss that falls with cumulative learning rate: 30% per tenth at full rate. Under cosine-to-0 or
+    linear-to-5% the raw fall in the last tenth looks like a plateau; per unit rate it does not."""
+    for settings in (TrainSettings(steps=1000, lr=1e-3, schedule="cosine"),
+                     TrainSettings(steps=1000, lr=1e-3, schedule="linear", final_lr_fraction=0.05)):
+        factors = np.array([lr_factor(s, settings) for s in range(1000)])
+        losses = 0.7 ** (np.cumsum(factors) / 100.0)  # −30% per 100 steps at full rate
+        drop, fraction = plateau_drop(losses), tail_lr_fraction(settings, 1000)
+        assert drop < 0.06  # the old rule (raw drop < 5%, or ≈ 5%) would have certified these runs
+        assert learning_status(losses[-1], loss_drop=drop, lr_fraction=fraction) == STILL_MOVING
+    constant = TrainSettings(steps=1000, lr=1e-3)
+    flat = np.full(1000, 0.3)
+    assert tail_lr_fraction(constant, 1000) == 1.0
+    assert learning_status(0.3, loss_drop=plateau_drop(flat), lr_fraction=1.0) == LEARNED
+
+
+def test_a_vanished_learning_rate_is_never_a_plateau():
+    assert learning_status(0.3, loss_drop=0.0, lr_fraction=0.005) == STILL_MOVING
+    assert learning_status(0.3, accuracy=1.0, loss_drop=0.5, lr_fraction=1.0, saturated=0.99) == LEARNED
+
+
+def test_gate_withholds_on_failure_and_keeps_only_soft_lower_bound_passes():
+    soft = Certificate.fail(STILL_MOVING, "loss still falling: a")
+    hard = Certificate.fail(DIVERGED, "diverged: a")
+    assert gate(check(), "p", CERTIFIED).verdict == REPRODUCED
+    assert gate(check(), "p", soft).verdict == INCONCLUSIVE
+    kept = gate(check(), "p", soft, lower_bound=True)
+    assert kept.verdict == REPRODUCED and kept.reason.startswith("passes although")
+    assert gate(check(), "p", hard, lower_bound=True).verdict == INCONCLUSIVE
+    assert gate(check(NOT_REPRODUCED), "p", soft, lower_bound=True).verdict == INCONCLUSIVE
+    with pytest.raises(TypeError):
+        gate(check(), "p", "under-trained: a")
+
+
+def test_sanity_checks_are_counted_apart():
+    docs = [{"claim": "c", "tier": "t", "provenance": {}, "checks": [
+        {**check().as_dict(), "id": "law", "rival": "another law"},
+        {**check(NOT_REPRODUCED, kind=SANITY).as_dict(), "id": "beats_init"}]}]
+    assert verdict_totals(docs)[REPRODUCED] == 1 and verdict_totals(docs)[NOT_REPRODUCED] == 0
+    assert verdict_totals(docs, SANITY)[NOT_REPRODUCED] == 1
+    text = render_markdown(docs)
+    assert "another law" in text and "beats_init (sanity)" in text and "Sanity checks (counted apart)" in text
+
+
+# ---- law comparisons ------------------------------------------------------------------------------
+
+def test_exponential_growth_is_told_from_polynomial_growth():
+    rng = np.random.default_rng(0)
+    d = np.arange(4, 21, 2.0)
+    cubic = np.log(d**3) + rng.normal(0, 0.05, len(d))
+    exponential = 0.7 * d + rng.normal(0, 0.05, len(d))
+
+    def decide(y, x=d):
+        return compare_laws(y, with_intercept(x), with_intercept(np.log(x)), claimed="exp", rival="poly")
+
+    assert decide(cubic).preferred == RIVAL
+    assert decide(exponential).preferred == CLAIMED
+    assert decide(cubic[:3], d[:3]).preferred == NOT_RESOLVED  # too few points for either law
+
+
+def test_exponent_interval_and_group_difference():
+    x = np.array([1, 2, 4, 8, 16.0])
+    assert exponent_interval(x, 3 * x * np.exp(np.array([0.01, -0.02, 0.0, 0.02, -0.01]))).decide(1.0, 0.5) == CLAIMED
+    assert exponent_interval(x, 3 * np.sqrt(x)).decide(1.0, 0.5) == RIVAL
+    # the M5.nonshared case: differences far inside a 3-seed spread are not resolved
+    assert compare_groups([32.3, 31.0, 33.0], [32.0, 33.0, 31.0]).preferred == NOT_RESOLVED
+    assert compare_groups([40.0, 41.0, 40.5], [32.0, 33.0, 31.0]).preferred == "a"
+    assert compare_groups([40.0], [32.0]).preferred == NOT_RESOLVED  # one seed: no spread, no decision
