@@ -7,7 +7,8 @@ import torch
 
 from attncap.models.aot_memorization import AoTStack, per_model_accuracy, per_model_cross_entropy
 from attncap.tasks.aot_memorization import EpochShuffler, make_block
-from attncap.train import TrainSettings, generators, lr_factor, train_batched
+from attncap.train import (Checkpoint, TrainSettings, generators, lr_factor, plateau_certified, plateau_drop,
+                           tail_lr_fraction, train_batched)
 
 
 @pytest.fixture(autouse=True)
@@ -166,3 +167,213 @@ def test_compile_falls_back_to_eager_without_a_compiler(monkeypatch, capsys):
     torch._dynamo.reset()
     assert "torch.compile unavailable" in capsys.readouterr().err
     torch.testing.assert_close(fallback, _swap_losses(False, steps=4), rtol=0, atol=0)
+
+
+# ---- continuation until certified, and exact save/resume (issue 22, section 1) ---------------------
+
+def _ramp_model(walls, noise=False):
+    """One scalar w per model and loss exp(-min(w, wall)) with gradient -1 below the wall (0 beyond): Adam
+    moves w by exactly lr a step, so the loss falls exponentially (never certified) until w reaches the
+    model's wall, then it is flat (certified once the last 20% of the model's history is flat). `noise`
+    multiplies the loss by a draw of the global RNG."""
+    model = torch.nn.Module()
+    model.w = torch.nn.Parameter(torch.zeros(len(walls)))
+    wall = torch.tensor(walls)
+
+    def loss_fn(net, batch):
+        value = torch.exp(-torch.minimum(net.w, wall)).detach()
+        if noise:
+            value = value * (1 + 1e-3 * torch.rand(len(walls)))
+        slope = net.w * (net.w.detach() < wall)
+        return value + (slope.detach() - slope)  # exactly value, with gradient -1
+
+    return model, loss_fn
+
+
+_RAMP = TrainSettings(steps=50, lr=0.1, optimizer="adam")
+
+
+def test_new_arguments_unused_or_inert_change_nothing(tmp_path):
+    """Without continuation or checkpoint the loop is the one every claim ran; with a predicate that
+    certifies everything at the budget and a checkpoint written along the way, the numbers are the same."""
+    walls = [1.0, 5.0, float("inf")]
+    plain_model, loss_fn = _ramp_model(walls, noise=True)
+    torch.manual_seed(0)
+    plain = train_batched(plain_model, lambda s: None, loss_fn, _RAMP)
+    inert_model, loss_fn = _ramp_model(walls, noise=True)
+    torch.manual_seed(0)
+    inert = train_batched(inert_model, lambda s: None, loss_fn, _RAMP, max_steps=200,
+                          until_certified=lambda h, n: torch.ones(h.shape[1], dtype=torch.bool),
+                          checkpoint=Checkpoint(tmp_path / "run.ckpt", every=7))
+    assert torch.equal(plain_model.w, inert_model.w)
+    assert torch.equal(plain["model_loss_history"], inert["model_loss_history"])
+    assert plain["loss_history"] == inert["loss_history"] and plain["steps_run"] == inert["steps_run"] == 50
+    assert plain["model_steps"] == inert["model_steps"] == [50] * 3
+    assert plain["capped"] == inert["capped"] == [False] * 3 and plain["budget"] == 50
+    assert inert["certified"] == [True] * 3 and not (tmp_path / "run.ckpt").exists()
+
+
+def test_continued_until_certified_or_capped():
+    """Model 0 plateaus early (certified at the budget: not trained past it); model 1 is still improving at
+    the budget and is continued until certified, before the cap; model 2 never plateaus and stops at the
+    cap, reported capped. Batch-mates do not change a model's trajectory or stopping step."""
+    def run(walls, **kwargs):
+        model, loss_fn = _ramp_model(walls)
+        out = train_batched(model, lambda s: None, loss_fn, _RAMP, **kwargs)
+        return model.w.detach().clone(), out
+
+    check = plateau_certified(_RAMP)
+    w_plain, plain = run([1.0, 5.0, float("inf")])
+    assert check(plain["model_loss_history"], torch.tensor(plain["model_steps"])).tolist() == [True, False, False]
+    w, out = run([1.0, 5.0, float("inf")], until_certified=check, max_steps=200)
+    assert out["budget"] == 50 and out["steps_run"] == 200
+    assert out["model_steps"][0] == 50 and torch.equal(w[0], w_plain[0])  # certified: stopped at the budget
+    assert 50 < out["model_steps"][1] < 200 and out["model_steps"][1] % 5 == 0  # re-checked every 10% of 50
+    assert out["model_steps"][2] == 200
+    assert out["certified"] == [True, True, False] and out["capped"] == [False, False, True]
+    own = out["model_loss_history"][:out["model_steps"][1], 1]
+    assert plateau_drop(own) == 0.0  # the certificate the CSV will compute holds for model 1
+    w_pair, pair = run([1.0, 5.0], until_certified=check, max_steps=200)  # nobody left at the cap
+    assert pair["steps_run"] == out["model_steps"][1] < 200 and pair["model_steps"] == out["model_steps"][:2]
+    assert torch.equal(w_pair, w[:2]) and pair["capped"] == [False, False]
+
+
+def test_plateau_certified_is_the_certificate_rule():
+    """The continuation predicate and attncap.claims' learning status agree, schedules included."""
+    from attncap.claims import STILL_MOVING, learning_status
+    from attncap.train import final_loss
+
+    gen = torch.Generator().manual_seed(0)
+    for settings in (TrainSettings(steps=80, lr=1.0, schedule="cosine", final_lr_fraction=0.1, warmup_steps=5),
+                     TrainSettings(steps=80, lr=1.0, schedule="linear", final_lr_fraction=0.0),
+                     TrainSettings(steps=80, lr=1.0)):
+        check = plateau_certified(settings)
+        for n in (40, 80, 120):
+            rates = torch.tensor([0.0, 1e-4, 1e-3, 3e-3, 1e-2])
+            history = torch.exp(-rates * torch.arange(n).unsqueeze(1)) * (1 + 0.01 * torch.rand(n, 5, generator=gen))
+            history[-3:, 4] = math.nan
+            mine = check(history, torch.full((5,), n)).tolist()
+            for m in range(5):
+                own = history[:, m].tolist()
+                status = learning_status(final_loss(own), loss_drop=plateau_drop(own),
+                                         lr_fraction=tail_lr_fraction(settings, n))
+                assert mine[m] == (status != STILL_MOVING), (settings, n, m, status)
+
+
+@pytest.mark.parametrize("settings", [
+    TrainSettings(steps=40, lr=1.0, schedule="linear", schedule_every=4, final_lr_fraction=0.05, schedule_span=10),
+    TrainSettings(steps=40, lr=1.0, schedule="linear", schedule_every=4, final_lr_fraction=0.05, schedule_span=20),
+    TrainSettings(steps=40, lr=1.0, schedule="cosine", final_lr_fraction=0.1, warmup_steps=8),
+    TrainSettings(steps=40, lr=1.0, schedule="cosine", final_lr_fraction=0.1, warmup_steps=60),
+    TrainSettings(steps=40, lr=1.0, schedule="linear", schedule_every=7, final_lr_fraction=0.2),
+    TrainSettings(steps=40, lr=1.0, warmup_steps=10),
+])
+def test_rate_beyond_the_budget_is_the_final_rate_held(settings, monkeypatch):
+    """Past the budget the factor is the schedule's value at step `steps`, constant (the final fraction for
+    a finished decay; never a warm-up still rising or a decay running on past schedule_span), and the
+    continued loop applies exactly that rate."""
+    import attncap.train as train
+
+    beyond = [lr_factor(step, settings) for step in range(settings.steps, 4 * settings.steps)]
+    assert len(set(beyond)) == 1
+    finished = settings.warmup_steps < settings.steps and settings.schedule_span in (None, 10)
+    if settings.schedule != "constant" and finished:  # a decay that ran its course: its final fraction
+        assert math.isclose(beyond[0], settings.final_lr_fraction)
+    assert math.isclose(tail_lr_fraction(settings, 2 * settings.steps), beyond[0])
+    optimizers = []
+    monkeypatch.setattr(train, "make_optimizer", lambda model, s: optimizers.append(
+        torch.optim.Adam(model.parameters(), lr=s.lr)) or optimizers[-1])
+    rates = []
+    model, loss_fn = _ramp_model([float("inf")])
+    train_batched(model, lambda s: None, loss_fn, settings, max_steps=100, on_step=lambda step, l, b: rates.append(
+        optimizers[0].param_groups[0]["lr"]), until_certified=lambda h, n: torch.zeros(1, dtype=torch.bool))
+    # on_step(step) sees the rate of the next step
+    assert rates == pytest.approx([settings.lr * lr_factor(step + 1, settings) for step in range(100)], rel=1e-12)
+    assert set(rates[settings.steps - 1:]) == {settings.lr * beyond[0]}
+
+
+class _ShufflerState:
+    """EpochShuffler keeps the current epoch's permutation: saved with the checkpoint so a run resumed
+    mid-epoch serves the same batches."""
+
+    def __init__(self, shuffler):
+        self.shuffler = shuffler
+
+    def state_dict(self):
+        return {"order": self.shuffler._order, "epoch": self.shuffler._epoch}
+
+    def load_state_dict(self, state):
+        self.shuffler._order, self.shuffler._epoch = state["order"], state["epoch"]
+
+
+class _Killed(Exception):
+    pass
+
+
+def _aot_run(path, kill_at=None):
+    """Fresh objects each call, as a restarted job builds them; the kill comes from next_batch."""
+    seeds = [0, 1, 2]
+    _, sample = make_block(8, 128, 5)
+    model = AoTStack(seeds, [1, 3, 2], n_tokens=8, d=5, d_head=3, layout="shared")
+    gens = generators(seeds, offset=3)
+    shuffle = EpochShuffler(sample, 48, gens)  # 3 batches an epoch: checkpoints fall mid-epoch
+    settings = TrainSettings(steps=24, lr=0.01, optimizer="adam", schedule="linear", schedule_every=3,
+                             final_lr_fraction=0.05, schedule_span=8, foreach=True)
+
+    def next_batch(step):
+        if step == kill_at:
+            raise _Killed
+        return shuffle(step)
+
+    out = train_batched(model, next_batch, lambda net, b: per_model_cross_entropy(net(b), b[..., 2]), settings,
+                        on_step=lambda step, l, b: torch.tensor([False, step >= 15, False]),
+                        checkpoint=None if path is None else Checkpoint(path, every=5, generators=gens,
+                                                                        stateful=[_ShufflerState(shuffle)]))
+    return [p.detach().clone() for p in model.parameters()], out
+
+
+def test_run_resumed_from_checkpoint_is_bitwise_one_run(tmp_path):
+    """Killed at step 22 (last save at step 20: mid-epoch, after model 1 froze at step 15), resumed with the
+    same checkpoint by fresh objects: parameters, loss history and model_steps are bitwise one run's."""
+    torch.manual_seed(0)
+    one, one_out = _aot_run(None)
+    path = tmp_path / "sub" / "aot.ckpt"
+    with pytest.raises(_Killed):
+        _aot_run(path, kill_at=22)
+    assert path.exists() and not list(path.parent.glob("*.tmp"))
+    torch.manual_seed(999)  # a restarted job's global RNG is not the killed one's
+    resumed, out = _aot_run(path)
+    assert all(torch.equal(a, b) for a, b in zip(one, resumed))
+    assert torch.equal(one_out["model_loss_history"], out["model_loss_history"])
+    assert one_out["model_steps"] == out["model_steps"] == [24, 16, 24] and out["steps_run"] == 24
+    assert not path.exists()  # finished normally: the checkpoint is gone
+
+
+def test_killed_mid_continuation_resumes_exactly(tmp_path):
+    """A continued run (frozen models, extended limit, global-RNG noise) killed beyond its budget resumes
+    from its last checkpoint and ends bitwise as the uninterrupted run; other settings are refused."""
+    walls = [1.0, 5.0, float("inf")]
+
+    def run(path, kill_at=None, settings=_RAMP):
+        model, loss_fn = _ramp_model(walls, noise=True)
+
+        def next_batch(step):
+            if step == kill_at:
+                raise _Killed
+        out = train_batched(model, next_batch, loss_fn, settings, until_certified=plateau_certified(settings),
+                            max_steps=150, checkpoint=None if path is None else Checkpoint(path, every=7))
+        return model.w.detach().clone(), out
+
+    torch.manual_seed(3)
+    w_one, one = run(None)
+    path = tmp_path / "ramp.ckpt"
+    torch.manual_seed(3)
+    with pytest.raises(_Killed):
+        run(path, kill_at=110)
+    with pytest.raises(ValueError, match="other settings"):
+        run(path, settings=TrainSettings(steps=50, lr=0.2, optimizer="adam"))
+    torch.manual_seed(4)
+    w, out = run(path)
+    assert torch.equal(w_one, w) and torch.equal(one["model_loss_history"], out["model_loss_history"])
+    assert one["model_steps"] == out["model_steps"] and one["model_steps"][0] == 50 and 50 < one["model_steps"][1]
+    assert out["capped"] == one["capped"] == [False, False, True] and not path.exists()

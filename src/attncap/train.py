@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import sys
-from typing import Callable, Iterable
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
 
 import torch
 from torch import nn
@@ -70,7 +72,12 @@ def _log_fallback(error: BaseException) -> None:
 
 
 def lr_factor(step: int, s: TrainSettings) -> float:
-    """Multiplier of the base learning rate at optimizer step `step` (0-based)."""
+    """Multiplier of the base learning rate at optimizer step `step` (0-based).
+
+    Beyond the budget (step >= s.steps, i.e. a run continued until certified) the factor is the one of
+    step s.steps held constant: the schedule's final value (cosine/linear progress is clipped to 1), and
+    never a warm-up still rising or a decay still running past its `schedule_span`."""
+    step = min(step, s.steps)  # in-budget steps are unchanged
     if s.warmup_steps and step < s.warmup_steps:
         return (step + 1) / s.warmup_steps
     if s.schedule == "constant":
@@ -101,6 +108,23 @@ def clip_per_model(parameters: Iterable[torch.Tensor], max_norm: float) -> torch
     return norms
 
 
+@dataclasses.dataclass
+class Checkpoint:
+    """Where and how often `train_batched` saves its exact state, and the data-stream state it must save too.
+
+    `generators`: the torch.Generators that feed next_batch (their states are saved and restored).
+    `stateful`: other objects next_batch or on_step keep state in, each with state_dict() and
+    load_state_dict(state) (e.g. a shuffler's current epoch permutation, metric buffers of on_step).
+    Every `every` steps the model, optimizer, scheduler, step, frozen mask and its snapshot, model_steps,
+    the loss history, these states and torch's global RNG state are written atomically to `path` (a
+    temporary file in the same directory, then os.replace); a later call with the same checkpoint continues
+    from there, bitwise as if never interrupted. The file is deleted when training finishes normally."""
+    path: str | os.PathLike
+    every: int
+    generators: Sequence[torch.Generator] = ()
+    stateful: Sequence[object] = ()
+
+
 def make_optimizer(model: nn.Module, s: TrainSettings) -> torch.optim.Optimizer:
     if s.optimizer == "adam":
         return torch.optim.Adam(model.parameters(), lr=s.lr, betas=s.betas, weight_decay=s.weight_decay,
@@ -119,6 +143,10 @@ def train_batched(
     *,
     desc: str = "train",
     on_step: Callable[[int, torch.Tensor, object], bool | torch.Tensor | None] | None = None,
+    until_certified: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+    max_steps: int | None = None,
+    check_every: int | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> dict:
     """Train a batched model; `loss_fn` returns one loss per model (shape (M,)).
 
@@ -127,9 +155,27 @@ def train_batched(
     bool tensor (M,) marking models that are done (early stopping per model): from then on their
     parameters are held fixed, so each stops exactly where it would stop alone, while the others
     keep training. The loop ends when every model is done.
+
+    Continuation (optional): with `until_certified(history, model_steps)` -> bool (M,) (history: the
+    per-model losses so far, (steps, M); model_steps: (M,) steps each model was updated, so model m's own
+    history is history[:model_steps[m], m]; e.g. `plateau_certified(settings)`), models still uncertified
+    when the budget `settings.steps` is reached keep training at the schedule's final learning rate, in
+    chunks of `check_every` steps (default 10% of the budget), while the certified ones are frozen like
+    early-stopped models, until every model is certified or frozen or `max_steps` (the cap, required) is
+    reached. With `checkpoint` the exact state is saved every `checkpoint.every` steps and a call that
+    finds the file resumes from it (on_step is not replayed for the steps before; see `Checkpoint`).
+
     Returns the per-step mean loss history, the per-model history (steps, M), the number of steps
-    run and the steps each model was updated (`model_steps`).
+    run, the steps each model was updated (`model_steps`), the budget (`budget` = settings.steps) and
+    `capped` (per model: it ran to the cap without being certified; all False without until_certified);
+    with until_certified also `certified` (the predicate's verdict per model at the end).
     """
+    if until_certified is not None and max_steps is None:
+        raise ValueError("train_batched: until_certified needs max_steps, the stated cap of a continued run")
+    cap = settings.steps if until_certified is None else max(int(max_steps), settings.steps)
+    chunk = max(1, int(check_every) if check_every is not None else math.ceil(settings.steps / 10))
+    if checkpoint is not None and checkpoint.every < 1:
+        raise ValueError(f"train_batched: checkpoint.every must be >= 1, not {checkpoint.every}")
     optimizer = make_optimizer(model, settings)
     net = compiled_or_eager(model, _COMPILE_STEPS if settings.compile is None else settings.compile)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, settings))
@@ -138,9 +184,40 @@ def train_batched(
     frozen = None  # (M,) bool, models whose parameters are held fixed
     snapshot: list[torch.Tensor] = []
     model_steps = None
-    step = 0
-    bar = tqdm(range(settings.steps), desc=desc, file=sys.stderr, mininterval=5.0, ascii=True)
-    for step in bar:
+    limit = settings.steps  # grows by `chunk` while uncertified models continue, up to `cap`
+    start = 0
+    if checkpoint is not None and os.path.exists(checkpoint.path):
+        saved = _load_checkpoint(checkpoint, model, optimizer, scheduler, settings, cap, chunk)
+        start, limit = saved["step"], saved["limit"]
+        device = params[0].device if params else torch.device("cpu")
+        history = list(saved["history"].to(device).unbind(0)) if saved["history"] is not None else []
+        frozen = saved["frozen"].to(device) if saved["frozen"] is not None else None
+        snapshot = [t.to(p.device) for t, p in zip(saved["snapshot"], params)]
+        model_steps = saved["model_steps"]
+    step = start
+    ran = start  # steps run so far
+    bar = tqdm(total=limit, initial=start, desc=desc, file=sys.stderr, mininterval=5.0, ascii=True)
+    while True:
+        if step >= limit:
+            if until_certified is None or limit >= cap or model_steps is None:
+                break
+            # budget (or a continuation chunk) spent: certified models stop, the others go on
+            done = _certified(until_certified, history, model_steps).to(history[-1].device)
+            if frozen is None:
+                frozen = torch.zeros_like(done)
+            if bool((done & ~frozen).any()):
+                frozen = frozen | done
+                snapshot = [p.detach().clone() for p in params]
+            if bool(frozen.all()):
+                break
+            limit = min(cap, limit + chunk)
+            bar.total = limit
+            bar.refresh()
+        if checkpoint is not None and step % checkpoint.every == 0 and step > start:
+            _save_checkpoint(checkpoint, dict(
+                step=step, limit=limit, model=model.state_dict(), optimizer=optimizer.state_dict(),
+                scheduler=scheduler.state_dict(), frozen=frozen, snapshot=snapshot, model_steps=model_steps,
+                history=torch.stack(history) if history else None), settings, cap, chunk)
         batch = next_batch(step)
 
         def forward_backward(module):
@@ -165,14 +242,16 @@ def train_batched(
         scheduler.step()
         if frozen is not None:
             with torch.no_grad():
-                for p, saved in zip(params, snapshot):
-                    p.copy_(torch.where(frozen.view(-1, *([1] * (p.dim() - 1))), saved, p))
+                for p, saved_p in zip(params, snapshot):
+                    p.copy_(torch.where(frozen.view(-1, *([1] * (p.dim() - 1))), saved_p, p))
             model_steps += (~frozen).long().cpu()
         else:
             model_steps += 1
         detached = losses.detach()
         # Kept as tensors and converted once at the end: a float() per step would make a GPU wait.
         history.append(detached)
+        ran = step + 1
+        bar.update(1)
         if step % 50 == 0:
             bar.set_postfix(loss=f"{float(detached.mean()):.4f}")
         if on_step is not None:
@@ -186,10 +265,115 @@ def train_batched(
                     break
             elif verdict:
                 break
+        step += 1
     bar.close()
+    if checkpoint is not None and os.path.exists(checkpoint.path):
+        os.remove(checkpoint.path)  # finished: the caller's results are the record now
     per_model = torch.stack(history).float().cpu() if history else torch.zeros(0, 0)
-    return {"loss_history": per_model.mean(1).tolist() if history else [], "model_loss_history": per_model,
-            "steps_run": step + 1, "model_steps": model_steps.tolist() if model_steps is not None else []}
+    n_models = model_steps.shape[0] if model_steps is not None else 0
+    out = {"loss_history": per_model.mean(1).tolist() if history else [], "model_loss_history": per_model,
+           "steps_run": max(ran, 1),  # 1 for a zero-step budget, as this loop always reported
+           "model_steps": model_steps.tolist() if model_steps is not None else [],
+           "budget": settings.steps, "capped": [False] * n_models}
+    if until_certified is not None:
+        certified = (_certified(until_certified, history, model_steps).cpu() if history
+                     else torch.zeros(n_models, dtype=torch.bool))
+        out["certified"] = certified.tolist()
+        out["capped"] = [bool(n >= cap and not c) for n, c in zip(out["model_steps"], out["certified"])]
+    return out
+
+
+def _certified(predicate, history: list[torch.Tensor], model_steps: torch.Tensor) -> torch.Tensor:
+    verdict = predicate(torch.stack(history), model_steps.clone())
+    return torch.as_tensor(verdict).to(torch.bool)
+
+
+def _fingerprint(settings: TrainSettings, cap: int, chunk: int) -> dict:
+    return {"settings": dataclasses.asdict(settings), "cap": cap, "chunk": chunk}
+
+
+def _save_checkpoint(checkpoint: Checkpoint, state: dict, settings: TrainSettings, cap: int, chunk: int) -> None:
+    """Write the loop's state, the data stream's and torch's RNG state atomically to checkpoint.path."""
+    state = dict(state, fingerprint=_fingerprint(settings, cap, chunk),
+                 generators=[g.get_state() for g in checkpoint.generators],
+                 stateful=[o.state_dict() for o in checkpoint.stateful],
+                 rng=torch.get_rng_state(),
+                 cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None)
+    path = Path(checkpoint.path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        with open(temporary, "wb") as handle:
+            torch.save(state, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        if temporary.exists():
+            temporary.unlink()
+
+
+def _load_checkpoint(checkpoint: Checkpoint, model, optimizer, scheduler, settings, cap, chunk) -> dict:
+    """Restore model, optimizer, scheduler, data-stream and RNG state; return the loop's own state."""
+    saved = torch.load(checkpoint.path, map_location="cpu", weights_only=False)
+    if saved["fingerprint"] != _fingerprint(settings, cap, chunk):
+        raise ValueError(f"checkpoint {checkpoint.path} was written by a run with other settings "
+                         f"({saved['fingerprint']} vs {_fingerprint(settings, cap, chunk)}); delete it to start afresh")
+    if len(saved["generators"]) != len(checkpoint.generators) or len(saved["stateful"]) != len(checkpoint.stateful):
+        raise ValueError(f"checkpoint {checkpoint.path} holds {len(saved['generators'])} generators and "
+                         f"{len(saved['stateful'])} stateful objects, this run has {len(checkpoint.generators)} "
+                         f"and {len(checkpoint.stateful)}")
+    model.load_state_dict(saved["model"])
+    optimizer.load_state_dict(saved["optimizer"])
+    scheduler.load_state_dict(saved["scheduler"])
+    for generator, state in zip(checkpoint.generators, saved["generators"]):
+        generator.set_state(state)
+    for obj, state in zip(checkpoint.stateful, saved["stateful"]):
+        obj.load_state_dict(state)
+    torch.set_rng_state(saved["rng"])
+    if saved["cuda_rng"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(saved["cuda_rng"])
+    return saved
+
+
+def plateau_certified(settings: TrainSettings, fraction: float = 0.1, drop: float | None = None,
+                      min_lr_fraction: float | None = None) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """`until_certified` predicate applying the memorization certificate of `attncap.claims.certify` to
+    each model's own history (its first model_steps[m] losses): settled when the loss fell by at most
+    `drop` (default PLATEAU_DROP) over the last `fraction` of training per unit of learning rate
+    (`plateau_drop` / `tail_lr_fraction` over the steps actually run, continuation included), with that
+    rate at least `min_lr_fraction` (default MIN_LR_FRACTION) of its peak. A model whose last losses are
+    not finite is settled too: it diverged (certify reports DIVERGED), and more steps cannot certify it."""
+    from attncap.claims import MIN_LR_FRACTION, PLATEAU_DROP  # at call time: claims never imports train
+
+    drop = PLATEAU_DROP if drop is None else drop
+    min_lr_fraction = MIN_LR_FRACTION if min_lr_fraction is None else min_lr_fraction
+    tail_lr: dict[int, float] = {}
+
+    def certified(history: torch.Tensor, model_steps: torch.Tensor) -> torch.Tensor:
+        history = history.detach().cpu()
+        out = torch.zeros(history.shape[1], dtype=torch.bool)
+        for m in range(history.shape[1]):
+            n = int(model_steps[m])
+            own = history[:n, m].tolist()
+            if not math.isfinite(final_loss(own)):
+                out[m] = True
+                continue
+            if n not in tail_lr:
+                tail_lr[n] = tail_lr_fraction(settings, n, fraction)
+            out[m] = not _still_moving(plateau_drop(own, fraction), tail_lr[n], drop, min_lr_fraction)
+        return out
+
+    return certified
+
+
+def _still_moving(loss_drop: float, lr_fraction: float, drop: float, min_lr_fraction: float) -> bool:
+    """attncap.claims' STILL_MOVING rule (tests check the two agree)."""
+    if not math.isfinite(loss_drop):
+        return True  # too short a history to tell
+    if not lr_fraction >= min_lr_fraction:
+        return True
+    return loss_drop / lr_fraction > drop
 
 
 def loss_curve(losses, points: int = 6) -> str:
