@@ -30,7 +30,10 @@ import pandas as pd
 import seaborn as sns
 
 from attncap import plotting, theory
-from attncap.claims.retrieval_capacity import BLOG_EPSILON, BLOG_TABLE, log_squared_fit, softmax_growth_fits
+from attncap.claims import LEARNED
+from attncap.claims.laws import CLAIMED
+from attncap.claims.retrieval_capacity import (BLOG_EPSILON, BLOG_TABLE, log_squared_fit, mqar_run_status,
+                                               softmax_growth_fits)
 from attncap.notebook import open_claim
 
 CLAIM = "retrieval_capacity"
@@ -71,7 +74,8 @@ cap.rename(columns={"n": "measured N*", "theory_capacity": "⌊ε²d⌋+1", "que
 # bound with the Gaussian approximation of the MGF; dotted: the same bound with the exact MGF. A bound is
 # violated only if the whole interval lies below it. Right panel: the blog's published table (ε = 0.1,
 # d = 64…1024, crosses) beside its formula (ε²/4)e^{d/2} + 1, the exact-MGF bound, our measured N* at
-# β = d and the exponential fit to them, extrapolated (our d stops at 24: N* beyond 2²⁴ is not searched).
+# β = d and the exponential fit to them, extrapolated (our d stops at 24: N* beyond 2²⁴ is not searched);
+# the fit is drawn only where the verdict `exponential_vs_linear` chose it over polynomial growth.
 
 # %%
 e3 = tables["E3"]
@@ -114,9 +118,9 @@ blog_ax.scatter(list(BLOG_TABLE), [v[1] for v in BLOG_TABLE.values()], marker="x
 if len(ours):
     blog_ax.errorbar(ours["d"], ours["n_star"], yerr=[ours["n_star"] - ours["n_lo"], ours["n_hi"] - ours["n_star"]],
                      marker="o", ms=4, color=palette.get("d", "C0"), ls="", capsize=2, label="measured N* (β = d)")
-growth = softmax_growth_fits(e3).get(float(BLOG_EPSILON), {"n": 0})  # the verdict's own fit
-if growth["n"] >= 3:
-    slope, intercept = growth["slope"], growth["intercept"]
+growth = softmax_growth_fits(e3).get(float(BLOG_EPSILON))  # the verdict's own comparison
+if growth is not None and growth.preferred == CLAIMED:  # drawn only where the exponential law beat the polynomial
+    intercept, slope = growth.params_claimed
     fitted = np.exp(intercept + slope * d_line)
     keep = fitted < 1e230  # the table stops at 6e219
     blog_ax.plot(d_line[keep], fitted[keep], color=palette.get("d", "C0"), lw=1, label=f"our fit e^({slope:.2f}d), extrapolated")
@@ -201,7 +205,8 @@ plotting.save(fig, figures_dir, CLAIM, "snr")
 # Smallest d with median SNR⁻¹ ≤ 1 for the exponential kernel at standard scale, against (ln N)².
 # The dashed line is the typical-key prediction (1 + ln(N−1)/2)². "median ≤ 1" is decided by a sequential
 # test of the fraction of queries with SNR⁻¹ ≤ 1 against 1/2 (3 standard errors); bars are the interval
-# [d_lo, d_hi] of d where it is not resolved.
+# [d_lo, d_hi] of d where it is not resolved. Dotted and dash-dotted: the two laws the verdict
+# `log_squared_law` fits to the same points, d_min linear in (ln N)² (the claim) and in ln N (the rival).
 
 # %%
 e4 = tables["E4"].copy()
@@ -209,9 +214,14 @@ fig, ax = plotting.figure()
 ax.errorbar(e4["ln_n_squared"], e4["d_min"], yerr=[e4["d_min"] - e4["d_lo"], e4["d_hi"] - e4["d_min"]], fmt="o-",
             capsize=2, label="measured d_min (median SNR⁻¹ ≤ 1), bar: interval")
 ax.plot(e4["ln_n_squared"], e4["theory_typical_d_min"], "--", color="black", label="typical-key prediction")
-fit = log_squared_fit(e4)  # the verdict's own fit (uncensored rows)
-ax.plot(e4["ln_n_squared"], fit["intercept"] + fit["slope"] * e4["ln_n_squared"], ":", color="gray",
-        label=f"fit d = {fit['slope']:.3f}(ln N)² + {fit['intercept']:.1f}, R² {fit['r2']:.3f}")
+law = log_squared_fit(e4)  # the verdict's own comparison (uncensored rows): both laws it fitted
+if len(law.params_claimed) == 2 and len(law.params_rival) == 2:
+    x2 = e4["ln_n_squared"].to_numpy(dtype=float)
+    (a, b), (c, r) = law.params_claimed, law.params_rival
+    ax.plot(x2, a + b * x2, ":", color="C3", label=f"claimed law d = {b:.3f}(ln N)² + {a:.1f} (RSS {law.rss_claimed:.3g})")
+    ax.plot(x2, c + r * np.sqrt(x2), "-.", color="C2", label=f"rival law d = {r:.2f} ln N + {c:.1f} (RSS {law.rss_rival:.3g})")
+    ax.text(0.98, 0.04, f"Akaike weight of the claimed law {law.weight_claimed:.3f}: {law.preferred}",
+            transform=ax.transAxes, ha="right", fontsize="small")
 plotting.label(ax, "Exponential kernel: dimension needed vs (ln N)²", "(ln N)²", "smallest d with SNR⁻¹ ≤ 1")
 plotting.save(fig, figures_dir, CLAIM, "log2_law")
 plotting.save_table(e4[["n", "ln_n_squared", "d_min", "d_lo", "d_hi", "status", "queries", "theory_typical_d_min",
@@ -225,20 +235,24 @@ plotting.save_table(e4[["n", "ln_n_squared", "d_min", "d_lo", "d_hi", "status", 
 # without a short causal depthwise convolution on q, k and v (the convolution of Zoology's and
 # flash-linear-attention's recall models): without it the previous-token step of the recall circuit has to
 # be learned from positions, and small models sit on the plateau where they copy some value from the
-# context (accuracy ≈ 1/kv, the dotted line). The verdicts compare the mixers *with* the convolution, and
-# only once the positive control (softmax with the convolution) has learned every cell; the runs without
-# it are the ablation. Models use tied input/output embeddings and no MLP, as Zoology's MQAR baselines do.
+# context (accuracy ≈ 1/kv, the dotted line). The verdicts compare the mixers *with* the convolution; the
+# runs without it are the ablation. Each run is certified on its own (finite, and settled: solved or on a
+# plateau); hollow markers and grey curves are runs that failed (still improving at the step limit, or
+# diverged), and a verdict withholds only the cells that depend on them. Models use tied input/output embeddings and no MLP, as Zoology's MQAR baselines do.
 
 # %%
 e5 = tables["E5"].copy()
 e5["short_conv"] = e5["short_conv"].fillna(0).astype(int) if "short_conv" in e5 else 0
 e5["arm"] = np.where(e5["short_conv"] > 0, "with conv", "no conv")
+e5["certificate"] = mqar_run_status(e5)  # as the verdicts judge each run: settled (solved/plateau) and finite
+e5["certified"] = e5["certificate"] == LEARNED
 e5[["vocab", "seq_len", "layers", "mlp_ratio", "max_steps", "batch", "lr", "short_conv_on"]].drop_duplicates()
 
 # %%
 acc = (e5.groupby(["mixer", "arm", "short_conv", "d_model", "kv_pairs"], as_index=False)
        .agg(accuracy=("accuracy", "mean"), steps_run=("steps_run", "max"), stop_reason=("stop_reason", "first"),
-            status=("status", "first"), final_train_loss=("final_train_loss", "mean"), loss_curve=("loss_curve", "first")))
+            status=("status", "first"), certified=("certified", "all"), final_train_loss=("final_train_loss", "mean"),
+            loss_curve=("loss_curve", "first")))
 plotting.save_table(acc, tables_dir, CLAIM, "mqar_accuracy")
 d_values = sorted(e5["d_model"].unique())
 mixers = list(dict.fromkeys(e5["mixer"]))
@@ -249,7 +263,11 @@ axes = np.atleast_1d(axes)
 for ax, d in zip(axes, d_values):
     for (mixer, arm), g in acc[acc["d_model"] == d].groupby(["mixer", "arm"], sort=False):
         g = g.sort_values("kv_pairs")
-        ax.plot(g["kv_pairs"], g["accuracy"], styles[arm], marker="o", color=colors[mixer], label=f"{mixer}, {arm}")
+        ax.plot(g["kv_pairs"], g["accuracy"], styles[arm], color=colors[mixer], label=f"{mixer}, {arm}")
+        ok = g["certified"].astype(bool)
+        ax.scatter(g["kv_pairs"][ok], g["accuracy"][ok], color=colors[mixer], s=28, zorder=3)
+        ax.scatter(g["kv_pairs"][~ok], g["accuracy"][~ok], facecolors="white", edgecolors=colors[mixer], s=40,
+                   zorder=3)
     kv = np.array(sorted(e5["kv_pairs"].unique()))
     ax.plot(kv, 1 / kv, ":", color="gray", label="1/kv (copy-a-value plateau)")
     ax.axhline(0.99, color="black", lw=0.6)
@@ -259,7 +277,11 @@ for ax, d in zip(axes, d_values):
 for ax in axes[:-1]:
     if ax.get_legend() is not None:
         ax.get_legend().remove()
-axes[-1].legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.02, 0.5))
+handles, labels = axes[-1].get_legend_handles_labels()
+handles += [Line2D([], [], color="gray", marker="o", ls="", label="run certified (settled: solved or plateau)"),
+            Line2D([], [], color="gray", marker="o", ls="", markerfacecolor="white",
+                   label="not certified (still improving at the step limit, or diverged)")]
+axes[-1].legend(handles=handles, fontsize="x-small", loc="center left", bbox_to_anchor=(1.02, 0.5))
 fig.suptitle(f"MQAR held-out accuracy vs kv, per width ({tier} tier)")
 plotting.save(fig, figures_dir, CLAIM, "mqar_accuracy")
 acc.pivot_table(index=["mixer", "arm", "d_model"], columns="kv_pairs", values="accuracy")
@@ -296,7 +318,8 @@ fig, axes = plotting.figure(ncols=len(d_values), nrows=2, width=4.2, height=3.2,
 axes = np.asarray(axes).reshape(2, len(d_values))
 for col, d in enumerate(d_values):
     for _, row in e5[e5["d_model"] == d].iterrows():
-        style = dict(color=colors[row["mixer"]], ls=styles[row["arm"]], alpha=kv_alpha[row["kv_pairs"]], lw=1.2)
+        color = colors[row["mixer"]] if row["certified"] else "lightgray"  # grey: the run failed its certificate
+        style = dict(color=color, ls=styles[row["arm"]], alpha=kv_alpha[row["kv_pairs"]], lw=1.2)
         steps, values = parse_trace(row["accuracy_trace"])
         axes[0, col].plot(steps, values, **style)
         steps, values = parse_trace(row["loss_trace"])
@@ -305,6 +328,7 @@ for col, d in enumerate(d_values):
     plotting.label(axes[1, col], "", "training step", "training loss")
 handles = [Line2D([], [], color=colors[m], ls=styles[a], label=f"{m}, {a}") for m in mixers for a in styles]
 handles += [Line2D([], [], color="gray", alpha=al, label=f"kv = {kv}") for kv, al in kv_alpha.items()]
+handles += [Line2D([], [], color="lightgray", label="not certified (still improving at the step limit, or diverged)")]
 axes[0, -1].legend(handles=handles, fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
 fig.suptitle(f"MQAR learning curves ({tier} tier)")
 plotting.save(fig, figures_dir, CLAIM, "mqar_training")

@@ -91,7 +91,8 @@ def compare_laws(y, claimed_features, rival_features, *, claimed: str, rival: st
     if math.isinf(aic_a) or math.isinf(aic_b):
         return LawComparison(claimed, rival, n, rss_a, rss_b, beta_a, beta_b, aic_a, aic_b, math.nan, NOT_RESOLVED)
     delta = aic_b - aic_a  # > 0 favours the claimed law
-    w = 1.0 / (1.0 + math.exp(-delta)) if delta > -700 else 0.0
+    # Akaike weight of the claimed law: exp(−AIC/2) normalised over the two laws
+    w = 1.0 / (1.0 + math.exp(-delta / 2)) if delta > -1400 else 0.0
     preferred = CLAIMED if w >= weight else RIVAL if 1.0 - w >= weight else NOT_RESOLVED
     return LawComparison(claimed, rival, n, rss_a, rss_b, beta_a, beta_b, aic_a, aic_b, w, preferred)
 

@@ -17,7 +17,7 @@ from attncap.precision import (DECISION_Z, Crossing, find_crossing, first_failur
 from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM, masked_accuracy, masked_token_loss, scored_positions
 from attncap.tasks.retrieval_capacity import GrowingDotStream, mqar_batch, mqar_curriculum_batch, sample_unit_dots, unit_vectors
-from attncap.claims import DIVERGED, learning_status
+from attncap.claims import DIVERGED, STILL_MOVING, learning_status
 from attncap.train import TrainSettings, final_loss, generators, loss_curve, train_batched
 
 _MAX_ELEMENTS = 1 << 22  # memory chunk for explicit-vector Monte Carlo (32 MiB of float64)
@@ -492,7 +492,13 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
         own = history[: result["model_steps"][i], i].tolist()  # this model's own updates only
         final = final_loss(own)
         acc = float(accuracy[i])
-        status = learning_status(final, acc)
+        # the rule of claim 1's E5 certificate (attncap.claims.retrieval_capacity.mqar_certificate): a finite
+        # loss (held-out accuracy is the measurement, no threshold) and settled (solved or plateau)
+        status = learning_status(final, acc, threshold=None)
+        if monitor.reason[i] == "diverged":
+            status = DIVERGED
+        elif status != DIVERGED and monitor.reason[i] not in ("solved", "plateau"):
+            status = STILL_MOVING
         if status == DIVERGED:
             acc = math.nan  # a diverged run has no accuracy to report, and is never counted as 0
         rows.append({
