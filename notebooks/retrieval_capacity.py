@@ -10,11 +10,13 @@
 # **Protocol choices (this project's):** capacity N*(ε) is the largest N whose *mean* squared error is
 # ≤ ε² (the quantity the bounds control); it is found by doubling then bisection. Every decision
 # "mean ≤ ε²" at one N is a sequential test: queries double (within a budget of queries·(N−1) samples per
-# N) until the estimate lies ≥ 3 standard errors from ε² (`attncap.precision.DECISION_Z`; the skewed
-# softmax errors also need n ≥ 25·skewness², or else the distribution-free Chernoff–Hoeffding bound for
-# errors in [0, 1] must reject ε²). Where the budget runs out the N is *unresolved*; every capacity is reported with its
+# N) until a test rejects "mean = ε²" at its per-look level: Student's t on the standard error with the
+# degrees of freedom of its independent units (memories in E1, queries in E3), α_look = α_point / looks,
+# α_point spending 1% over every point of the table (`attncap.precision`, columns `alpha_family`,
+# `alpha_point`, `critical_at_lo`); the skewed softmax errors also need n ≥ 25·skewness², or else the
+# distribution-free Chernoff–Hoeffding bound for errors in [0, 1] must reject ε². Where the budget runs out the N is *unresolved*; every capacity is reported with its
 # interval [N_lo, N_hi]: N_lo is the last N resolved ≤ ε², N_hi + 1 the first resolved > ε². A row is
-# `resolved` when N_lo = N_hi (the decisions at N* and N* + 1 both made at ≥ 3 SE). Softmax Monte Carlo
+# `resolved` when N_lo = N_hi (the decisions at N* and N* + 1 both made at that level). Softmax Monte Carlo
 # samples the N−1 crosstalk dot products from their exact law ((1+t)/2 ~ Beta((d−1)/2,(d−1)/2)) with
 # nested streams, so every N is evaluated on the same draws; the shortcut is validated against explicit
 # vectors below. The trained MQAR models use a 2-block pre-LN stack with learned positions.

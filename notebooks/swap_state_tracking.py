@@ -55,12 +55,24 @@
 # * **Learning certificate** per run (CSV columns): `final_train_loss` (mean of the last 10 losses),
 #   `loss_curve` (6 checkpoints), `train_accuracy` (= `acc` at T_train on held-out sequences), `status`
 #   (`learned` ≥ 0.9, `under-trained`, `diverged`), `steps_run` of `max_steps`, the curriculum reached
-#   (`curriculum`, length@step). Every trained verdict states its precondition (each compared model learned
-#   T_train); when it fails the verdict is inconclusive with the reason, since a model that never learned
-#   its training length cannot show anything about length generalization. This holds for the Transformer
-#   too, although the claim predicts its failure: the main and published checks also need the positive
-#   control, and when the Transformer did not learn T_train they are inconclusive, naming the verdict the
-#   comparison at equal training budget would give (the gaps stay in `measured`).
+#   (`curriculum`, length@step), and **why the run stopped** (`stop_reason`: `solved` = early stop after
+#   the held-out passes, `plateau` = the step limit with the loss settled at its final length, i.e. a
+#   fall ≤ 5 % over the last 10 % of the run per unit of learning rate (`loss_drop` / `lr_last10`; the
+#   cosine schedule ends at 10 % of the peak), `max_steps` = still improving at the limit, `diverged`).
+#   Every trained cell is withheld only on the runs it depends on: DeltaFormer's own length
+#   generalization (`published_deltaformer`) on DeltaFormer's certificate alone; the comparisons with the
+#   Transformer (`main`, `boundary`, `published_transformer`) also on the Transformer's, and when the
+#   Transformer did not learn T_train they are inconclusive, naming the verdict the comparison at equal
+#   training budget would give (the numbers stay in `measured`). The positive control and the linear half of
+#   `kernel` are not gates: a settled run below its threshold reads "not reproduced", one still improving is
+#   withheld.
+# * **Decisions.** Each check names its law and the most plausible rival (the verdict table's `rival`).
+#   In-distribution thresholds are judged run by run inside the evaluation's binomial noise; length
+#   generalization and comparisons per cell on the **seed spread**: the model's within-cell seed SD at that
+#   test length, pooled over the cells with ≥ 2 seeds (default tier: n ∈ {4, 5}, 2 degrees of freedom),
+#   with Student-t intervals; a law that must hold in every cell is also refuted by the mean over the cells.
+#   Measured for issue 21 (DeltaFormer, n = 3, seeds 0–2 on this recipe): seed SD 0.0001 at T_train,
+#   0.21 at 2·T_train, 0.15 at 4·T_train, so with 2 seeds at two n many comparisons are "not resolved".
 # * S2: the ablations at n = 5 (the first n past the S_4/S_5 boundary): κ1 = exp, and DeltaFormer (κ1 =
 #   linear) with β ∈ (0, 1). They share seed and initial weights with S1's models at n = 5, seed 0;
 #   κ1 = linear is S1's DeltaFormer and κ1 = zero is exactly S1's Transformer (U = V; a unit test checks the
@@ -83,6 +95,7 @@ import pandas as pd
 import seaborn as sns
 
 from attncap import plotting
+from attncap.claims import swap_state_tracking as verdict_rules
 from attncap.notebook import open_claim
 
 CLAIM = "swap_state_tracking"
@@ -111,6 +124,8 @@ def one_legend(axes, title="model"):
 for frame in (s1, s2, s3):
     if len(frame):
         frame["test length"] = length_label(frame) + " = " + frame["T_test"].astype(str) + " swaps"
+        # each run's learning certificate as the verdicts judge it (what the figures mark)
+        frame["certificate"] = verdict_rules.run_status(frame)
 
 # %% [markdown]
 # ## Settings of this tier
@@ -140,7 +155,8 @@ if len(settings):
 if len(settings):
     runs_only = settings[settings["test_multiplier"] == 1]
     certificate = runs_only[["experiment", "model", "n_objects", "seed", "status", "train_accuracy",
-                             "final_train_loss", "steps_run", "max_steps", "stopped_early", "curriculum",
+                             "final_train_loss", "steps_run", "max_steps", "stopped_early",
+                             *[c for c in ("stop_reason", "loss_drop", "lr_last10") if c in runs_only], "curriculum",
                              "max_train_value_norm", "train_time_s", "loss_curve"]].sort_values(
         ["experiment", "model", "n_objects", "seed"]).reset_index(drop=True)
     plotting.save_table(certificate, tables_dir, CLAIM, "certificate")
@@ -175,7 +191,7 @@ if len(s1):
         sns.lineplot(data=part, x="n_objects", y="acc", hue="model", style="model", markers=True, dashes=False,
                      errorbar=None, ax=ax)
         sns.scatterplot(data=part, x="n_objects", y="acc", hue="model", ax=ax, legend=False, alpha=0.4, s=18)
-        bad = part[part["status"] != "learned"]
+        bad = part[part["certificate"] != "learned"]
         ax.scatter(bad["n_objects"], bad["acc"], s=90, facecolors="none", edgecolors="black", linewidths=0.8,
                    label="did not learn T_train")
         ax.plot(ns, 1 / ns, ":", marker="_", markersize=16, color="grey", label="chance 1/n")
@@ -278,6 +294,12 @@ if len(s3):
     ns3 = np.array(sorted(s3["n_objects"].unique()))
     ax.plot(ns3, 1 / ns3, ":", color="grey", label="chance 1/n")
     ax.axhline(0.9, ls="--", color="tab:red", lw=0.8, label="control threshold 0.9")
+    runs3 = s3[s3["test_multiplier"] == 1]
+    settled = runs3["stop_reason"].isin(verdict_rules.SETTLED) if "stop_reason" in runs3 else runs3["acc"] < 0
+    ax.scatter(runs3.loc[settled, "n_objects"], runs3.loc[settled, "acc"], s=30, color="black", zorder=3,
+               label="run at T_train, settled (solved / plateau)")
+    ax.scatter(runs3.loc[~settled, "n_objects"], runs3.loc[~settled, "acc"], s=60, facecolors="none",
+               edgecolors="black", zorder=3, label="run at T_train, not settled (still improving / no record)")
     ax.set_ylim(0, 1.05)
     ax.set_xticks(ns3)
     plotting.label(ax, f"Transformer control, T_train = {int(s3['T_train'].iloc[0])}", "number of objects n",
@@ -285,9 +307,8 @@ if len(s3):
     ax.legend(title="test length", loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", title_fontsize="small")
     plotting.save(fig, figures, CLAIM, "control")
     plt.show()
-    display(s3.pivot_table(index="n_objects", columns="test_multiplier", values="acc").rename(
-        columns=lambda m: f"acc@{m}T").join(s3[s3["test_multiplier"] == 1].set_index("n_objects")[
-            ["status", "steps_run", "max_steps"]]).round(3))
+    display(s3[s3["test_multiplier"] == 1][["n_objects", "seed", "acc", "status", "steps_run", "max_steps",
+                                            *[c for c in ("stop_reason",) if c in s3]]].round(3))
 
 # %% [markdown]
 # ## Kernel ablation and β ablation (n = 5, seed 0)
@@ -410,14 +431,16 @@ display(largest)
 # `results/claims/swap_state_tracking.json`). Each trained check states its precondition; `reason` says
 # why a check is inconclusive.
 #
-# What each check tests: **main** is the paper's statement at our scale (DeltaFormer beats the Transformer
-# past the boundary, beyond the training length); **boundary** is a stricter reading (a sharp break
-# exactly between n = 4 and n = 5, which the TC⁰/NC¹ argument suggests but the paper does not measure at
-# this size); **published** compares the largest n solved with the paper's 5 and 128 within our range of n;
-# **kernel** tests the paper's κ1 sentence (the softmax-normalised exp kernel tracks worse than a suitable
-# one: linear against exp at n = 5, T_train); **construction** and **sanity** test this project's set-up
-# (DeltaNet's reflection construction; that every model learns n = 3), not the paper; **control** tests the
-# recipe.
+# What each check tests (law / rival): **main** — DeltaFormer beats the Transformer by ≥ 0.20 at n ∈ {5, 8}
+# beyond T_train / no advantage beyond the seed spread; **boundary** — the Transformer's chance-corrected
+# accuracy at 4T drops by ≥ 0.2 from every n ≤ 4 to every n ≥ 5 / no break at S_4/S_5 (a stricter reading the
+# TC⁰/NC¹ argument suggests); **published_deltaformer** — DeltaFormer ≥ 0.95 at 4T at every trained n (the
+# paper's "up to 128", decided on DeltaFormer's certificate alone) / its solution is length-bound;
+# **published_transformer** — the Transformer's largest n solved at 4T ≤ 5 / it solves every trained n;
+# **kernel** — κ1 = linear tracks and beats κ1 = exp by ≥ 0.20 at n = 5, T_train / both kernels the same;
+# **construction** — DeltaNet β ∈ (0, 2) ≥ 0.95 at 4T for n ≤ d_head / length-bound. **control** (the recipe
+# trains a Transformer at T_train = 4) and **sanity** (every model learns n = 3) are sanity checks of this
+# project's set-up, counted apart from the claim checks.
 
 # %%
 with pd.option_context("display.max_colwidth", 200):

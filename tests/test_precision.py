@@ -7,9 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attncap import theory
+from scipy import stats
+
+from attncap import precision, theory
 from attncap.experiments import retrieval_capacity as rc
-from attncap.precision import (ABOVE, BELOW, DECISION_Z, UNRESOLVED, Decision, find_crossing, sequential_test)
+from attncap.precision import (ABOVE, BELOW, UNRESOLVED, Decision, find_crossing, looks, max_evaluations,
+                               sequential_test)
 from attncap.tasks.retrieval_capacity import GrowingDotStream
 
 
@@ -20,22 +23,89 @@ def normal_sampler(mean, sd, seed):
 
 @pytest.mark.parametrize("mean,expected", [(0.8, BELOW), (1.2, ABOVE), (1.0, UNRESOLVED)])
 def test_sequential_test_decides_at_the_stated_precision(mean, expected):
-    decision = sequential_test(normal_sampler(mean, 1.0, 0), 1.0, 64, 1 << 14)
+    decision = sequential_test(normal_sampler(mean, 1.0, 0), 1.0, 64, 1 << 14, alpha=1e-4)
     assert decision.side == expected
+    assert decision.alpha_look == pytest.approx(1e-4 / looks(64, 1 << 14))
     if expected != UNRESOLVED:
-        assert abs(decision.mean - 1.0) >= DECISION_Z * decision.se
+        assert decision.route == "t" and decision.units == decision.queries
+        assert decision.critical == pytest.approx(stats.t.isf(decision.alpha_look, decision.units - 1))
+        assert abs(decision.mean - 1.0) >= decision.critical * decision.se
         assert decision.queries < 1 << 14  # stopped early: more queries only where needed
     else:
         assert decision.queries == 1 << 14
 
 
+def tie_outcomes(draw, reps, alpha, first, most, seed=0, **kwargs):
+    """(resolved ABOVE, resolved BELOW) counts of `reps` sequential tests of "mean ≤ 0" on samples whose
+    mean is exactly 0 (a tie: ABOVE is the wrong decision, BELOW a right one)."""
+    rng = np.random.default_rng(seed)
+    sides = [sequential_test(lambda q, v=v: v[:q], 0.0, first, most, alpha=alpha, **kwargs).side
+             for v in draw(rng, (reps, most))]
+    return sides.count(ABOVE), sides.count(BELOW)
+
+
+def within_rate(count, reps, rate):
+    """Is `count` of `reps` consistent with a rate ≤ `rate` (one-sided binomial test at 10⁻³)?"""
+    return stats.binom.sf(count - 1, reps, rate) > 1e-3
+
+
+TIE_REPS, TIE_ALPHA = 20_000, 0.002
+
+
+def test_a_tie_with_few_units_is_resolved_wrongly_at_most_at_the_stated_rate():
+    """Issue 21: E1 decides N = ε²d + 1 (an exact tie) from as few as 4 independent memories. With 4 → 32
+    normal units, the wrong decision (ABOVE) and any decision at all must stay within α and 2α."""
+    normal = lambda rng, shape: rng.standard_normal(shape)  # noqa: E731
+    above, below = tie_outcomes(normal, TIE_REPS, TIE_ALPHA, 4, 32)
+    assert within_rate(above, TIE_REPS, TIE_ALPHA) and within_rate(above + below, TIE_REPS, 2 * TIE_ALPHA)
+
+
+def test_the_old_fixed_three_standard_errors_fail_the_same_simulation(monkeypatch):
+    """The old rule (3 sample SEs whatever the degrees of freedom) errs ≈ 2% of the time at a tie with
+    4 units (issue 21: P(t₃ > 3) = 2.9% per look), far above the rate the test above requires."""
+    monkeypatch.setattr(precision, "critical_value", lambda alpha, dof: 3.0)
+    normal = lambda rng, shape: rng.standard_normal(shape)  # noqa: E731
+    above, below = tie_outcomes(normal, TIE_REPS, TIE_ALPHA, 4, 32)
+    assert not within_rate(above, TIE_REPS, TIE_ALPHA) and above / TIE_REPS > 0.015
+
+
+def test_the_distribution_free_routes_keep_the_stated_rate_at_a_tie():
+    """Chernoff–Hoeffding (bounded values, here a skewed two-point law with mean 0.1 shifted to 0) and
+    the exact binomial tail (0/1 indicators at p = 1/2) at a tie."""
+    two_point = lambda rng, shape: np.where(rng.random(shape) < 0.1, 0.9, -0.1)  # noqa: E731
+    above, below = tie_outcomes(two_point, 2000, 0.01, 32, 1024, bounded=(-0.1, 0.9))
+    assert within_rate(above, 2000, 0.01) and within_rate(above + below, 2000, 0.02)
+    coin = lambda rng, shape: (rng.random(shape) < 0.5).astype(float)  # noqa: E731
+    rng = np.random.default_rng(2)
+    sides = [sequential_test(lambda q, v=v: v[:q], 0.5, 16, 1024, alpha=0.01, proportion=True).side
+             for v in coin(rng, (4000, 1024))]
+    assert within_rate(sides.count(ABOVE), 4000, 0.01) and within_rate(4000 - sides.count(UNRESOLVED), 4000, 0.02)
+
+
 def test_a_skewed_sample_that_misses_its_tail_is_not_trusted():
-    """Rare large values carry the mean: a small sample without them has a tiny mean and a tiny SE."""
+    """Rare large values carry the mean: a small sample without them has a tiny mean and a tiny SE
+    (here a constant one, which only a distribution-free bound may decide)."""
     rng = np.random.default_rng(1)
     values = np.where(rng.random(1 << 16) < 0.01, 1.0, 1e-4)  # mean ≈ 0.0101, skewness ≈ 10
     values[:64] = 1e-4  # the first look sees no tail
     decision = sequential_test(lambda q: values[:q], 0.0095, 64, 1 << 16)
     assert decision.side != BELOW
+
+
+def test_the_skewness_rule_alone_prevents_a_wrong_decision(monkeypatch):
+    """A first look of 1024 draws that holds 2 of the rare large values instead of ≈ 10: mean ≈ 0.002 at
+    ≈ 5.4 sample SEs below 0.0095, so the t route alone would resolve BELOW; the true mean ≈ 0.0101 is
+    above. Its skewness ≈ 22 asks for ≥ 25·22² ≈ 12 000 draws first, and then the tail is in."""
+    rng = np.random.default_rng(1)
+    values = np.where(rng.random(1 << 16) < 0.01, 1.0, 1e-4)
+    values[:1024] = 1e-4
+    values[[100, 700]] = 1.0
+    sample = lambda q: values[:q]  # noqa: E731
+    guarded = sequential_test(sample, 0.0095, 1024, 1 << 16, alpha=1e-3)
+    assert guarded.side != BELOW and guarded.queries > 1024
+    monkeypatch.setattr(precision, "CLT_FACTOR", 0.0)
+    unguarded = sequential_test(sample, 0.0095, 1024, 1 << 16, alpha=1e-3)
+    assert unguarded.side == BELOW and unguarded.queries == 1024 and unguarded.route == "t"
 
 
 def test_find_crossing_reports_the_unresolved_band():
@@ -47,8 +117,34 @@ def test_find_crossing_reports_the_unresolved_band():
     crossing = find_crossing(decide, 0.425, 2, 1000)
     assert (crossing.first_not_below, crossing.first_above) == (40, 46) and not crossing.resolved
     assert 40 <= crossing.estimate <= 46
+    assert crossing.monotone and crossing.conflict is None
     censored = find_crossing(lambda x: Decision(x, BELOW, 0.0, 0.0, 1), 0.5, 2, 1000)
-    assert censored.first_not_below is None
+    assert censored.first_not_below is None and censored.monotone
+
+
+def test_find_crossing_flags_decisions_that_are_not_monotone():
+    """A wrong ABOVE at 8 (truth: below up to 11): doubling sees 2, 4 below and 8 above; bisection finds
+    5 below and 6 unresolved; the gallop from 6 then resolves 9 below, above the ABOVE at 8."""
+    table = {8: ABOVE, 6: UNRESOLVED, 7: UNRESOLVED}
+    decide = lambda x: Decision(x, table.get(x, BELOW if x < 12 else ABOVE), x / 100, 0.01, 1)  # noqa: E731
+    crossing = find_crossing(decide, 0.115, 2, 1000)
+    assert 8 in crossing.decisions and crossing.decisions[9].side == BELOW
+    assert not crossing.monotone and not crossing.resolved and crossing.conflict == (8, max(
+        x for x, d in crossing.decisions.items() if d.side == BELOW))
+    row = rc.capacity_columns(crossing, 0.115, 1000)
+    assert row["status"] == "non-monotone" and not row["resolved"] and not row["monotone"]
+    assert row["n_lo"] <= 11 <= row["n_hi"]  # the widened band still holds the truth
+
+
+@settings(max_examples=60, deadline=None)
+@given(start=st.integers(1, 4), span=st.integers(0, 5000), seed=st.integers(0, 1 << 30))
+def test_find_crossing_evaluates_at_most_max_evaluations(start, span, seed):
+    """The Bonferroni split over a table's points relies on this bound, whatever the decisions."""
+    rng = np.random.default_rng(seed)
+    sides = {}
+    decide = lambda x: Decision(x, sides.setdefault(x, int(rng.integers(-1, 2))), 0.0, 1.0, 1)  # noqa: E731
+    crossing = find_crossing(decide, 0.5, start, start + span)
+    assert len(crossing.decisions) <= max_evaluations(start, start + span)
 
 
 LINEAR_SPEC = {"min_queries": 512, "max_queries": 1 << 15, "sample_budget": 1 << 21}
@@ -57,12 +153,13 @@ LINEAR_SPEC = {"min_queries": 512, "max_queries": 1 << 15, "sample_budget": 1 <<
 @pytest.mark.parametrize("d,eps", [(18, 0.5), (40, 0.3), (24, 0.6), (10, 0.5)])
 def test_linear_capacity_is_resolved_to_its_closed_form(d, eps):
     """Linear attention: mean error² = (N−1)/d exactly, so N* = ⌊ε²d⌋ + 1; away from a tie the search
-    resolves it (decision at N* and N* + 1 at ≥ DECISION_Z standard errors)."""
+    resolves it (decisions at N* and N* + 1 beyond their t critical values, at the search's error rate)."""
     crossing = rc.linear_capacity_search(rc.LinearSamples(d, seed=0), eps, LINEAR_SPEC, 4 * d)
     row = rc.capacity_columns(crossing, eps**2, 4 * d)
     truth = int(theory.linear_capacity(eps, d))
     assert row["status"] == "resolved" and row["n_star"] == row["n_lo"] == row["n_hi"] == truth
-    assert row["z_at_lo"] >= DECISION_Z and row["z_at_hi_next"] <= -DECISION_Z
+    assert row["z_at_lo"] >= row["critical_at_lo"] and row["z_at_hi_next"] <= -row["critical_at_hi_next"]
+    assert row["monotone"] and row["alpha_point"] == precision.point_alpha([(2, 4 * d)])
 
 
 def test_linear_capacity_at_a_tie_is_an_interval_holding_the_truth():

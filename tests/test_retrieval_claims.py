@@ -360,14 +360,14 @@ def with_intervals(table, below=0, above=0):
 
 
 def test_a_bound_is_violated_only_when_the_whole_interval_lies_below_it():
-    from attncap.precision import DECISION_Z
+    from attncap.precision import DECISION_RULE
 
     table = e3_table(bound_factor=1.2)  # point estimates sit just below the bound
     assert rc.softmax_bound_valid(table, "gaussian").verdict == NOT_REPRODUCED
     wide = with_intervals(e3_table(bound_factor=1.2), below=1, above=1)
     check = rc.softmax_bound_valid(wide, "gaussian")
     assert check.verdict == REPRODUCED and check.measured["violations_of_point_estimate"] > 0
-    assert f"{DECISION_Z:g} standard errors" in check.tolerance
+    assert DECISION_RULE in check.tolerance
 
 
 def test_temperature_needs_a_resolved_difference():
@@ -410,3 +410,13 @@ def test_e5_status_column_is_the_certificate_the_checks_use():
     rows = experiments.mqar(spec, RunContext.create(claim="retrieval_capacity", experiment="E5", part="d16", device="cpu"))
     assert (rows["status"] == rc.mqar_run_status(rows)).all()
     assert set(rows.loc[rows["stop_reason"] == "max_steps", "status"]) <= {rc.STILL_MOVING}
+
+
+def test_a_non_monotone_search_withholds_the_checks_that_read_its_table():
+    table = with_intervals(e3_table(bound_factor=0.5), below=1, above=1)
+    assert rc.checks({"E3": table})[3].verdict == REPRODUCED
+    table["monotone"] = True
+    table.loc[table.index[0], "monotone"] = False
+    by_id = {c.id: c for c in rc.checks({"E3": table})}
+    assert by_id["softmax_bound_gaussian"].verdict == INCONCLUSIVE
+    assert "not monotone" in by_id["softmax_bound_gaussian"].reason

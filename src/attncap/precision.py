@@ -1,47 +1,85 @@
-"""Monte Carlo decisions to a stated precision: a sequential test of "mean ≤ threshold" and the
-search for the threshold crossing of a monotone quantity (claim 1's capacities N* and d_min).
+"""Monte Carlo decisions at a stated error rate: a sequential test of "mean ≤ threshold" and the search
+for the threshold crossing of a monotone quantity (claim 1's capacities N* and d_min).
 
-A decision is *resolved* when the estimate lies at least `DECISION_Z` standard errors from the
-threshold. The number of queries adapts: it starts at `min_queries` and doubles (the sample is
-extended, never redrawn) until the decision resolves or the query budget for that point is spent;
-then the point is *unresolved*. With a monotone truth, the unresolved points form a band around the
-crossing, and the capacity is reported as that band [lo, hi] (lo = hi when resolved).
+**What is sampled.** A test's sample is a vector of *independent units*, one value per unit: per-query
+values where queries are independent (E3's Beta-law streams), per-memory means where the queries of one
+memory share its keys and values (E1: `LinearSamples` averages the N errors of each memory, so a look
+at 4 memories has 3 degrees of freedom, however many queries they hold), 0/1 indicators tested as a
+proportion (E4, exact binomial tails). The number of units, not of queries, sets the degrees of freedom.
 
-Doubling gives at most log2(max/min) + 1 looks at the data; each look at 3 standard errors errs
-with probability ≈ 0.13% in the wrong direction (normal approximation), so a wrong resolved decision
-is rare but not impossible; the property tests in tests/test_precision.py check the search on cases
-whose answer is known.
+**One look.** A look resolves the side of the threshold when a test rejects "mean = threshold" in that
+direction at the per-look level α_look (each direction): Student's t with the sample SE and
+units − 1 degrees of freedom (`critical_value`, scipy.stats.t; exact for normal units, approximate
+otherwise), trusted only from n ≥ CLT_FACTOR·skewness² units (skewed retrieval errors: a small sample
+that misses the tail has a small mean and a small SE); or, for values known to lie in [low, high], the distribution-free
+Chernoff–Hoeffding bound (`chernoff_rejects`); or, for 0/1 indicators, the exact binomial tail
+(`binomial_side`). Two routes at one look each get α_look/2.
+
+**One point.** The sample starts at `min_queries` units and doubles (extended, never redrawn) until a
+look resolves or `max_queries` are used; then the point is UNRESOLVED. There are at most
+`looks(min, max)` = ⌈log2(max/min)⌉ + 1 looks, and α_look = α_point / looks (Bonferroni over the looks,
+valid under optional stopping): whatever the true mean, the point is resolved on the wrong side with
+probability ≤ α_point (at an exact tie, mean = threshold, BELOW is right and ABOVE wrong; resolving at
+all has probability ≤ 2·α_point there).
+
+**One search, one experiment table.** `find_crossing` on [start, limit] evaluates at most
+`max_evaluations(start, limit)` points. One family-wise rate, ALPHA_FAMILY = 1%, bounds the probability
+that *any* decision behind an experiment's capacity table (E1, E3, E4: every cell, every point, every
+look) is wrong: `point_alpha` gives each point α_point = ALPHA_FAMILY / Σ_cells max_evaluations
+(Bonferroni, i.e. the union bound). The table is the family because claim 1's verdicts are made per
+table (e.g. `every_cell_verdict` over E1's cells: one wrong cell reads "not reproduced"); 1% per table
+keeps the chance that Monte Carlo luck spoils any of the three tables ≤ 3%. The price: critical
+values of ≈ 4.6 (E1) to 5.2 (E3, two routes) SEs at many units, more at few (E1's 4 memories: t₃ needs
+72), instead of the old fixed 3, so points near the crossing use more of their (unchanged) query budget
+and some resolve later or stay unresolved. (The old rule erred at an exact tie with 4 → 32 normal units
+2.2% of the time, against a stated 0.13% per look; tests/test_precision.py.)
+
+A wrong decision breaks the monotone picture; `find_crossing` reports whether its decisions are
+monotone in x (no x resolved ABOVE below an x resolved BELOW), and with a truth that is monotone the
+unresolved points form a band around the crossing: the capacity is reported as that band [lo, hi].
 """
 from __future__ import annotations
 
+import functools
 import math
-import warnings
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 from scipy import special, stats
 
-DECISION_Z = 3.0  # standard errors between estimate and threshold for a resolved decision
-CLT_FACTOR = 25.0  # a mean is trusted only from n ≥ 25·skewness² draws (Boos & Hughes-Oliver 2000)
+ALPHA_FAMILY = 0.01  # probability of any wrong resolved decision in one experiment table (see above)
+CLT_FACTOR = 25.0  # a mean is trusted only from n ≥ 25·skewness² units (Boos & Hughes-Oliver 2000)
+DECISION_Z = 3.0  # legacy: the old fixed rule (3 sample SEs); no longer used by any decision here
+DECISION_RULE = (f"each decision a sequential t (or Chernoff–Hoeffding, or exact binomial) test on independent "
+                 f"units, its error rate spent over looks, points and cells: ≤ {ALPHA_FAMILY:.0%} of any wrong "
+                 f"decision per experiment table (attncap.precision)")
 BELOW, UNRESOLVED, ABOVE = -1, 0, 1
 
 
 @dataclass(frozen=True)
 class Decision:
     """Outcome of a sequential test at one grid point x: side is BELOW (mean ≤ threshold resolved),
-    ABOVE (mean > threshold resolved) or UNRESOLVED (query budget spent)."""
+    ABOVE (mean > threshold resolved) or UNRESOLVED (query budget spent). At the last look: `units`
+    independent units (0: unknown), `critical` the t route's critical value in SEs, `alpha_look` the
+    per-direction level of each look, `route` what resolved it ("t", "chernoff", "binomial"; "" if
+    unresolved)."""
     x: int
     side: int
     mean: float
     se: float
     queries: int
+    units: int = 0
+    critical: float = math.nan
+    alpha_look: float = math.nan
+    route: str = ""
 
 
 def mean_and_se(values: np.ndarray) -> tuple[float, float]:
-    """Sample mean and its standard error (scipy.stats.sem, ddof = 1)."""
+    """Sample mean and its standard error (ddof = 1, as scipy.stats.sem)."""
     values = np.asarray(values, dtype=float)
-    return float(values.mean()), float(stats.sem(values)) if len(values) > 1 else math.inf
+    n = len(values)
+    return float(values.mean()), float(values.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
 
 
 def query_budget(cost_per_query: float, sample_budget: int, min_queries: int, max_queries: int) -> int:
@@ -49,57 +87,116 @@ def query_budget(cost_per_query: float, sample_budget: int, min_queries: int, ma
     return int(min(max_queries, max(min_queries, sample_budget // max(1, int(cost_per_query)))))
 
 
-def chernoff_rejects(values: np.ndarray, low: float, high: float, threshold: float, z: float = DECISION_Z) -> bool:
+def looks(min_queries: int, max_queries: int) -> int:
+    """Most looks of a sequential test doubling from min_queries up to max_queries: ⌈log2(max/min)⌉ + 1
+    (a sample that returns more than asked only skips looks)."""
+    min_queries = max(1, int(min_queries))
+    return 1 if max_queries <= min_queries else math.ceil(math.log2(max_queries / min_queries) - 1e-12) + 1
+
+
+@functools.lru_cache(maxsize=4096)
+def critical_value(alpha: float, dof: float) -> float:
+    """One-sided critical value, in standard errors, of a mean whose SE has `dof` degrees of freedom:
+    Student's t (scipy.stats.t.isf), the normal quantile for dof = ∞, ∞ for dof < 1 (no SE)."""
+    if dof < 1:
+        return math.inf
+    return float(stats.norm.isf(alpha) if math.isinf(dof) else stats.t.isf(alpha, dof))
+
+
+def max_evaluations(start: int, limit: int) -> int:
+    """Most points `find_crossing` evaluates on [start, limit]: each of its two `first_failure` calls
+    makes ≤ L + 1 doubling (or galloping) steps, one look at `limit` and ≤ L bisection steps, with
+    L = ⌈log2(limit − start + 1)⌉; and never more than the limit − start + 1 points there are."""
+    span = max(1, limit - start + 1)
+    return min(span, 4 * math.ceil(math.log2(span)) + 4)
+
+
+def point_alpha(searches: Iterable[tuple[int, int]], alpha_family: float = ALPHA_FAMILY) -> float:
+    """Per-point error rate that spends `alpha_family` over every point the searches (start, limit) of
+    one table may evaluate (Bonferroni): alpha_family / Σ max_evaluations."""
+    total = sum(max_evaluations(start, limit) for start, limit in searches)
+    return alpha_family / max(1, total)
+
+
+def chernoff_rejects(values: np.ndarray, low: float, high: float, threshold: float, alpha: float) -> bool:
     """Does the Chernoff–Hoeffding bound for values in [low, high] reject "mean = threshold" at the
-    one-sided level of z normal standard errors? P(mean of n ≤ x̄ | μ) ≤ exp(−n·kl(x̄, μ)) for x̄ < μ
-    (and the mirror image above), kl the Bernoulli relative entropy (Hoeffding 1963, Thm 1, via
-    scipy.special.rel_entr). Distribution-free, so it stays valid however skewed the values are, and it
-    is tight for rare large values: a sample of n near-zero errors rejects μ ≥ ε² once (1 − ε²)^n ≤ δ."""
+    one-sided level alpha? P(mean of n ≤ x̄ | μ) ≤ exp(−n·kl(x̄, μ)) for x̄ < μ (and the mirror image
+    above), kl the Bernoulli relative entropy (Hoeffding 1963, Thm 1, via scipy.special.rel_entr).
+    Distribution-free, so it stays valid however skewed the values are, and it is tight for rare large
+    values: a sample of n near-zero errors rejects μ ≥ ε² once (1 − ε²)^n ≤ alpha."""
     n = len(values)
     if n == 0 or high <= low:
         return False
     p = float(np.clip((np.mean(values) - low) / (high - low), 0.0, 1.0))
     q = float(np.clip((threshold - low) / (high - low), 1e-300, 1.0 - 1e-16))
     kl = float(special.rel_entr(p, q) + special.rel_entr(1.0 - p, 1.0 - q))
-    return n * kl >= -math.log(stats.norm.sf(z))
+    return n * kl >= -math.log(alpha)
+
+
+def binomial_side(values: np.ndarray, threshold: float, alpha: float) -> int:
+    """Exact one-sided binomial tests of "P(1) = threshold" for independent 0/1 values at level alpha
+    each way (binomial tails by scipy.special.bdtr/bdtrc): BELOW if P(X ≤ k) ≤ alpha, ABOVE if
+    P(X ≥ k) ≤ alpha, else UNRESOLVED."""
+    n, k = len(values), int(round(float(np.sum(values))))
+    if n == 0:
+        return UNRESOLVED
+    if special.bdtr(k, n, threshold) <= alpha:
+        return BELOW
+    if k > 0 and special.bdtrc(k - 1, n, threshold) <= alpha:
+        return ABOVE
+    return UNRESOLVED
 
 
 def sequential_test(sample: Callable[[int], np.ndarray], threshold: float, min_queries: int, max_queries: int,
-                    z: float = DECISION_Z, x: int = 0, null_se: Callable[[int], float] | None = None,
-                    bounded: tuple[float, float] | None = None) -> Decision:
-    """Is E[value] ≤ threshold? `sample(q)` returns the first ≥ q per-query values (a nested sample:
-    asking for more extends it). Queries double from min_queries until |mean − threshold| ≥ z·SE or
-    max_queries are used. `null_se(q)` replaces the sample SE (e.g. 0.5/√q for a proportion tested
-    against 1/2, which stays honest when every draw agrees).
+                    alpha: float = ALPHA_FAMILY, x: int = 0, bounded: tuple[float, float] | None = None,
+                    proportion: bool = False) -> Decision:
+    """Is E[value] ≤ threshold, with probability ≤ `alpha` of resolving the wrong side? `sample(q)`
+    returns the first ≥ q values, one per independent unit (a nested sample: asking for more extends
+    it). Units double from min_queries until a look resolves or max_queries are used; each of the
+    ≤ `looks(min_queries, max_queries)` looks tests at α_look = alpha / looks per direction.
 
-    Retrieval errors are strongly right-skewed (rare near-duplicate keys dominate the mean), and a small
-    sample that misses the tail has both a low mean and a low SE; so with the sample SE a decision also
-    needs n ≥ CLT_FACTOR·skewness² (scipy.stats.skew), the usual condition for the normal approximation.
-    Values known to lie in `bounded` = (low, high) may also be decided by the distribution-free
-    Chernoff–Hoeffding bound at the same level (`chernoff_rejects`): it resolves a mean far from the
-    threshold even when a rare tail makes the skewness huge. (Two tests at one level: a wrong decision
-    is at most twice as likely as one test's, ≤ 2·P(Z > z) per look.)"""
+    Routes (module docstring): Student's t on the sample SE with units − 1 degrees of freedom, only
+    from n ≥ CLT_FACTOR·skewness² (`clt_holds`) and never on a constant sample (it says nothing
+    about a tail it has not seen); values known to lie in `bounded` = (low, high) may also be decided by
+    the Chernoff–Hoeffding bound (each route then at α_look/2). `proportion`: the values are 0/1
+    indicators, decided by the exact binomial tail alone (the reported se is the null SE
+    √(p(1 − p)/n), p = threshold)."""
+    alpha_look = alpha / looks(min_queries, max_queries)
     queries = max(1, min_queries)
     while True:
-        values = sample(queries)
+        values = np.asarray(sample(queries), dtype=float)
+        n = len(values)
         mean, se = mean_and_se(values)
-        clt = True
-        if null_se is not None:
-            se = null_se(len(values))
-        elif se > 0:
-            with warnings.catch_warnings():  # nearly constant samples: scipy warns (and may return nan)
-                warnings.simplefilter("ignore", RuntimeWarning)
-                skew = float(stats.skew(values)) if len(values) > 2 else math.inf
-            skew = math.inf if math.isnan(skew) else skew
-            clt = len(values) >= CLT_FACTOR * skew**2
         gap = mean - threshold
-        chernoff = bounded is not None and chernoff_rejects(values, bounded[0], bounded[1], threshold, z)
-        # a constant sample (se = 0) says nothing about a tail it has not seen: only the bound decides it
-        if (clt and se > 0 and abs(gap) >= z * se) or chernoff:
-            return Decision(x, BELOW if gap <= 0 else ABOVE, mean, se, len(values))
-        if len(values) >= max_queries:
-            return Decision(x, UNRESOLVED, mean, se, len(values))
-        queries = min(2 * len(values), max_queries)
+        side, route, critical = UNRESOLVED, "", math.nan
+        if proportion:
+            se = math.sqrt(threshold * (1.0 - threshold) / n) if n else math.inf
+            side = binomial_side(values, threshold, alpha_look)
+            route = "binomial"
+        else:
+            level = alpha_look / 2 if bounded is not None else alpha_look
+            critical = critical_value(level, n - 1)
+            if se > 0 and abs(gap) >= critical * se and clt_holds(values):
+                side, route = (BELOW if gap <= 0 else ABOVE), "t"
+            elif bounded is not None and chernoff_rejects(values, bounded[0], bounded[1], threshold, level):
+                side, route = (BELOW if gap <= 0 else ABOVE), "chernoff"
+        if side != UNRESOLVED or n >= max_queries:
+            return Decision(x, side, mean, se, n, n, critical, alpha_look, route if side != UNRESOLVED else "")
+        queries = min(2 * n, max_queries)
+
+
+def clt_holds(values: np.ndarray) -> bool:
+    """n ≥ CLT_FACTOR·skewness² (the moment skewness m3/m2^1.5, as scipy.stats.skew); a constant
+    sample has no skewness and fails."""
+    n = len(values)
+    if n < 3:
+        return False
+    centred = values - values.mean()
+    m2 = float(np.mean(centred**2))
+    if not m2 > 1e-28 * max(1.0, float(np.mean(values**2))):  # constant up to rounding
+        return False
+    skew = float(np.mean(centred**3)) / m2**1.5
+    return n >= CLT_FACTOR * skew**2
 
 
 def first_failure(ok, start: int, limit: int, gallop: bool = False) -> int | None:
@@ -130,20 +227,40 @@ class Crossing:
     first_not_below: smallest x that is not resolved BELOW (None: BELOW everywhere, censored);
     first_above: smallest x resolved ABOVE (None: never, the band reaches the limit);
     estimate: the point estimate of the last x whose mean is ≤ threshold (linear interpolation of the
-    evaluated means across the threshold inside the band); decisions: every evaluated point."""
+    evaluated means across the threshold inside the band); decisions: every evaluated point;
+    monotone: no evaluated x is resolved ABOVE below an evaluated x resolved BELOW (False: some
+    decision is wrong, and the band is not to be trusted; `conflict` is then the smallest x resolved
+    ABOVE and the largest resolved BELOW)."""
     first_not_below: int | None
     first_above: int | None
     estimate: float
     decisions: dict
+    monotone: bool = True
 
     @property
     def resolved(self) -> bool:
-        return self.first_not_below is not None and self.first_above == self.first_not_below
+        return self.monotone and self.first_not_below is not None and self.first_above == self.first_not_below
+
+    @property
+    def conflict(self) -> tuple[int, int] | None:
+        return decision_conflict(self.decisions)
+
+
+def decision_conflict(decisions: dict) -> tuple[int, int] | None:
+    """(smallest x resolved ABOVE, largest x resolved BELOW) when the first is the smaller, i.e. the
+    decisions are not monotone in x (UNRESOLVED points are free); None when they are monotone."""
+    above = [x for x, d in decisions.items() if d.side == ABOVE]
+    below = [x for x, d in decisions.items() if d.side == BELOW]
+    if above and below and min(above) < max(below):
+        return min(above), max(below)
+    return None
 
 
 def find_crossing(decide: Callable[[int], Decision], threshold: float, start: int, limit: int) -> Crossing:
     """Locate the crossing of a monotone mean through `threshold` on the integers [start, limit],
-    `decide(x)` giving a Decision (memoized here: no point is evaluated twice)."""
+    `decide(x)` giving a Decision (memoized here: no point is evaluated twice; at most
+    `max_evaluations(start, limit)` points). The search trusts monotone decisions; whether the evaluated
+    ones are is checked afterwards (`Crossing.monotone`)."""
     decisions: dict[int, Decision] = {}
 
     def side(x: int) -> int:
@@ -153,7 +270,7 @@ def find_crossing(decide: Callable[[int], Decision], threshold: float, start: in
 
     first_not_below = first_failure(lambda x: side(x) == BELOW, start, limit)
     if first_not_below is None:
-        return Crossing(None, None, float(limit), decisions)
+        return Crossing(None, None, float(limit), decisions, decision_conflict(decisions) is None)
     first_above = first_failure(lambda x: side(x) != ABOVE, first_not_below, limit, gallop=True)
     # point estimate: interpolate between the largest evaluated mean ≤ threshold and the next one above
     points = sorted((x, d.mean) for x, d in decisions.items())
@@ -165,4 +282,4 @@ def find_crossing(decide: Callable[[int], Decision], threshold: float, start: in
         estimate = x_a + (threshold - m_a) / (m_b - m_a) * (x_b - x_a)
     else:
         estimate = float(x_a)
-    return Crossing(first_not_below, first_above, estimate, decisions)
+    return Crossing(first_not_below, first_above, estimate, decisions, decision_conflict(decisions) is None)

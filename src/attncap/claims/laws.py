@@ -23,6 +23,8 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
+from attncap.claims import INCONCLUSIVE, NOT_REPRODUCED, PARTIALLY, REPRODUCED
+
 CLAIMED, RIVAL, NOT_RESOLVED = "claimed", "rival", "not resolved"
 LAW_WEIGHT = 0.95
 """Akaike weight at which one of two laws is decided (posterior odds 19:1 under equal priors)."""
@@ -192,3 +194,15 @@ def compare_groups(a: Sequence[float], b: Sequence[float], *, paired: bool = Fal
 def not_resolved_reason(what: str, detail: str) -> str:
     """The reason of a check whose comparison the data cannot decide."""
     return f"not resolved: {what} ({detail})"
+
+
+def tally(outcomes: dict[str, str], *, every: bool = False) -> str:
+    """The verdict of several claimed-vs-rival decisions (CLAIMED / RIVAL / NOT_RESOLVED per item): all
+    claimed → reproduced; any rival → not reproduced (`every`: a law that must hold in every item, or
+    when no item is claimed) or partially; otherwise (some not resolved, or no items) inconclusive."""
+    values = list(outcomes.values())
+    if RIVAL in values:
+        return NOT_REPRODUCED if every or CLAIMED not in values else PARTIALLY
+    if values and all(v == CLAIMED for v in values):
+        return REPRODUCED
+    return INCONCLUSIVE

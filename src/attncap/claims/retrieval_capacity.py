@@ -20,32 +20,21 @@ from attncap.claims import (DIVERGED, INCONCLUSIVE, MISSING, NOT_REPRODUCED, PAR
                             CLAIM, SANITY, STILL_MOVING, Certificate, Check, certify, every_cell_verdict, gate, listing,
                             missing_check)
 from attncap.claims.laws import (CLAIMED, NOT_RESOLVED, RIVAL, LawComparison, compare_groups, compare_laws,
-                                 not_resolved_reason, with_intercept)
-from attncap.precision import DECISION_Z
+                                 not_resolved_reason, tally, with_intercept)
+from attncap.precision import DECISION_RULE
 
 TITLE = "Linear vs softmax attention as associative memory"
 BLOG = "blog (seed 000), 'Linear attention' / 'Softmax attention' sections"
 ZHONG = "Zhong et al. 2025 (arXiv 2505.19488), Sec. 2.1 retrieval SNR"
 LINEAR_REL_TOL = 0.03
 MIN_QUERIES = 4096
-INTERVAL = f"interval = N not resolved at ≥ {DECISION_Z:g} standard errors"
+INTERVAL = f"interval = the N where the decision is not resolved ({DECISION_RULE})"
 LAW_RULE = ("both laws fitted by least squares to the same points; decided when one law's small-sample Akaike "
             "weight is ≥ 0.95 (attncap.claims.laws.compare_laws), else not resolved")
 # The blog's capacity table (section 'Capacity table', ε = 0.1): d → (linear N ≤, softmax N <)
 BLOG_EPSILON = 0.1
 BLOG_TABLE = {64: (1, 2e11), 128: (2, 2e25), 256: (3, 1e53), 512: (6, 4e108), 1024: (11, 6e219)}
 
-
-def tally(outcomes: dict[str, str], *, every: bool = False) -> str:
-    """The verdict of several claimed-vs-rival decisions (CLAIMED / RIVAL / NOT_RESOLVED per item): all
-    claimed → reproduced; any rival → not reproduced (`every`: a law that must hold in every item, or
-    when no item is claimed) or partially; otherwise (some not resolved, or no items) inconclusive."""
-    values = list(outcomes.values())
-    if RIVAL in values:
-        return NOT_REPRODUCED if every or CLAIMED not in values else PARTIALLY
-    if values and all(v == CLAIMED for v in values):
-        return REPRODUCED
-    return INCONCLUSIVE
 
 
 def unresolved(outcomes: dict[str, str]) -> list[str]:
@@ -60,6 +49,35 @@ def interval(cap: pd.DataFrame, point: str = "n_star") -> tuple[pd.Series, pd.Se
 
 
 def checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
+    return [_withhold_non_monotone(check, tables) for check in _checks(tables)]
+
+
+def _withhold_non_monotone(check: Check, tables: dict[str, pd.DataFrame]) -> Check:
+    """A capacity search whose decisions along N were not monotone (`attncap.precision.Crossing.monotone`)
+    has no interval to trust: every Monte Carlo check reading its table is inconclusive, naming the cells."""
+    bad = []
+    for key, ids in MONTE_CARLO_CHECKS.items():
+        frame = tables.get(key)
+        if frame is None or "monotone" not in frame or check.id not in ids:
+            continue
+        flags = frame["monotone"].dropna().astype(str).str.lower().isin(["false", "0", "0.0"])
+        if flags.any():
+            bad.append(f"{key}: {int(flags.sum())} searches")
+    if bad and check.verdict != INCONCLUSIVE:
+        check.verdict = INCONCLUSIVE
+        check.reason = "capacity decisions not monotone in N (a wrong sequential decision): " + ", ".join(bad)
+    return check
+
+
+MONTE_CARLO_CHECKS = {
+    "E1": ("linear_capacity", "exponential_vs_linear"),
+    "E3": ("softmax_bound_gaussian", "softmax_bound_exact", "exponential_vs_linear", "temperature_optimum",
+           "blog_capacity_table"),
+    "E4": ("log_squared_law",),
+}
+
+
+def _checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
     return [
         linear_error_law(tables.get("E1")),
         linear_capacity_law(tables.get("E1")),
@@ -318,14 +336,14 @@ def log_squared_law(e4: pd.DataFrame | None) -> Check:
     statement = "Exp kernel: dimension needed for SNR⁻¹ ≤ 1 grows like (ln N)²"
     expected = f"{LOG_SQUARED} (d = O(log² N)) beats {LOG_LINEAR} on the same points"
     rival = f"{LOG_LINEAR} (d = O(log N))"
-    tolerance = (f"on the uncensored d_min (point estimates; each d's decision: median not resolved at ≥ "
-                 f"{DECISION_Z:g} SE): {LAW_RULE}")
+    tolerance = (f"on the uncensored d_min (point estimates; each d's interval: the d where the median is not "
+                 f"resolved, {DECISION_RULE}): {LAW_RULE}")
     if e4 is None or "d_min" not in e4:
         return _missing("log_squared_law", statement, ZHONG, expected, tolerance, rival)
     ok = e4[~e4["censored"].astype(bool)]
     law = log_squared_fit(e4)
     measured = _law_measured(law)
-    if "d_lo" in e4:  # each d_min has its interval [d_lo, d_hi] (median decided at DECISION_Z standard errors)
+    if "d_lo" in e4:  # each d_min has its interval [d_lo, d_hi] (the d where the median is not resolved)
         measured |= {"cells_unresolved": int((ok["d_lo"] < ok["d_hi"]).sum()),
                      "max_interval_width": float((ok["d_hi"] - ok["d_lo"]).max()) if len(ok) else math.nan}
     verdict = tally({"d_min": law.preferred})

@@ -12,7 +12,7 @@ from scipy import special
 from tqdm import tqdm
 
 from attncap import theory
-from attncap.precision import (DECISION_Z, Crossing, find_crossing, first_failure, query_budget,
+from attncap.precision import (ALPHA_FAMILY, Crossing, find_crossing, first_failure, point_alpha, query_budget,
                                sequential_test)
 from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM, masked_accuracy, masked_token_loss, scored_positions
@@ -105,11 +105,13 @@ def linear_explicit(spec: dict, context: RunContext) -> pd.DataFrame:
                          "theory_error2": float(theory.linear_mean_error2(n, d)),
                          "wall_time_s": time.perf_counter() - started})
         samples = LinearSamples(d, context.seed)  # per-N errors, shared by every ε
+        alpha = point_alpha([(2, 4 * dim) for dim in spec["dims"] for _ in spec["epsilons"]])  # table: ALPHA_FAMILY
         for eps in spec["epsilons"]:
             started = time.perf_counter()
-            crossing = linear_capacity_search(samples, eps, spec, 4 * d)
+            crossing = linear_capacity_search(samples, eps, spec, 4 * d, alpha)
             rows.append({"kind": "capacity", "d": d, "epsilon": eps, "theory_capacity": int(theory.linear_capacity(eps, d)),
-                         **capacity_columns(crossing, eps**2, 4 * d, "n"), "wall_time_s": time.perf_counter() - started})
+                         **capacity_columns(crossing, eps**2, 4 * d, "n", alpha),
+                         "wall_time_s": time.perf_counter() - started})
     return pd.DataFrame(rows)
 
 
@@ -132,14 +134,18 @@ class LinearSamples:
         return have
 
 
-def linear_capacity_search(samples: LinearSamples, eps: float, spec: dict, n_max: int) -> Crossing:
-    """Band of N where "mean error² ≤ ε²" is not resolved at DECISION_Z standard errors (E1); the
-    budget is in queries (memories × N), the test's sample size in memories."""
+def linear_capacity_search(samples: LinearSamples, eps: float, spec: dict, n_max: int,
+                           alpha: float | None = None) -> Crossing:
+    """Band of N where "mean error² ≤ ε²" is not resolved at the per-point error rate `alpha` (E1;
+    default: the search alone spends ALPHA_FAMILY); the budget is in queries (memories × N), the test's
+    sample size (its independent units, hence its degrees of freedom) in memories."""
+    alpha = point_alpha([(2, n_max)]) if alpha is None else alpha
+
     def decide(n: int):
         limit = query_budget(n - 1, spec["sample_budget"], spec["min_queries"], spec["max_queries"])
         first, most = math.ceil(first_stage(limit, spec) / n), max(2, math.ceil(limit / n))
-        decision = sequential_test(lambda m: samples(n, m), eps**2, max(2, first), most, x=n)
-        return dataclasses.replace(decision, queries=decision.queries * n)
+        decision = sequential_test(lambda m: samples(n, m), eps**2, max(2, first), most, alpha=alpha, x=n)
+        return dataclasses.replace(decision, queries=decision.queries * n)  # units stay memories
     return find_crossing(decide, eps**2, 2, n_max)
 
 
@@ -149,11 +155,17 @@ def first_stage(limit: int, spec: dict) -> int:
     return max(spec["min_queries"], limit // 16)
 
 
-def capacity_columns(crossing: Crossing, threshold: float, n_max: int, name: str = "n_star") -> dict:
+def capacity_columns(crossing: Crossing, threshold: float, n_max: int, name: str = "n_star",
+                     alpha: float | None = None) -> dict:
     """CSV columns of a capacity: point estimate `name`, its interval [n_lo, n_hi] (the N over which
     "mean ≤ threshold" is not resolved, plus the last resolved N below), and the two decisions that
-    bound it: at n_lo (resolved ≤) and at n_hi + 1 (resolved >), with their queries and z-scores."""
+    bound it: at n_lo (resolved ≤) and at n_hi + 1 (resolved >), with their queries, independent units,
+    observed z-scores, the t critical value each needed and the route that resolved it. `alpha`: the
+    per-point error rate the search used (default: the search alone spends ALPHA_FAMILY); `alpha_look`
+    is the per-look level at n_lo. Decisions not monotone in N (`monotone` false: some decision is
+    wrong) give status "non-monotone", never resolved, with n_hi widened to the largest N resolved ≤."""
     decisions = crossing.decisions
+    alpha = point_alpha([(2, n_max)]) if alpha is None else alpha
     if crossing.first_not_below is None:  # resolved ≤ up to n_max: capacity censored at n_max
         n_lo = n_hi = n_max
         status = "censored"
@@ -161,13 +173,19 @@ def capacity_columns(crossing: Crossing, threshold: float, n_max: int, name: str
         n_lo = crossing.first_not_below - 1
         n_hi = n_max if crossing.first_above is None else crossing.first_above - 1
         status = "resolved" if crossing.resolved else "unresolved"
+    if crossing.conflict is not None:  # an N resolved > below an N resolved ≤: the band is what they leave open
+        n_hi, status = max(n_hi, crossing.conflict[1]), "non-monotone"
     n_star = int(min(n_hi, max(n_lo, math.floor(crossing.estimate))))
     low, high = decisions.get(n_lo), decisions.get(n_hi + 1)
     z = lambda dec: (threshold - dec.mean) / dec.se if dec is not None and dec.se > 0 else math.nan  # noqa: E731
+    at = lambda dec, field: getattr(dec, field) if dec is not None else np.nan  # noqa: E731
     return {name: n_star, "n_lo": n_lo, "n_hi": n_hi, "status": status, "resolved": status == "resolved",
-            "censored": crossing.first_above is None, "n_max": n_max, "decision_z": DECISION_Z,
-            "queries_at_lo": low.queries if low else np.nan, "z_at_lo": z(low),
-            "queries_at_hi_next": high.queries if high else np.nan, "z_at_hi_next": z(high),
+            "censored": crossing.first_above is None, "monotone": crossing.monotone, "n_max": n_max,
+            "alpha_family": ALPHA_FAMILY, "alpha_point": alpha, "alpha_look": at(low, "alpha_look"),
+            "queries_at_lo": at(low, "queries"), "units_at_lo": at(low, "units"), "z_at_lo": z(low),
+            "critical_at_lo": at(low, "critical"), "route_at_lo": at(low, "route"),
+            "queries_at_hi_next": at(high, "queries"), "units_at_hi_next": at(high, "units"),
+            "z_at_hi_next": z(high), "critical_at_hi_next": at(high, "critical"), "route_at_hi_next": at(high, "route"),
             "queries": max(dec.queries for dec in decisions.values()) if decisions else 0,
             "evaluations": len(decisions)}
 
@@ -230,15 +248,16 @@ def softmax_error2_explicit(rng, n: int, d: int, beta: float, queries: int) -> n
 def softmax_capacity(spec: dict, context: RunContext) -> pd.DataFrame:
     rows = []
     n_max = 2 ** spec["max_log2_n"]
+    alpha = point_alpha([(2, n_max)] * (len(spec["dims"]) * len(spec["betas"]) * len(spec["epsilons"])))
     for d in tqdm(spec["dims"], desc="E3 softmax", ascii=True, mininterval=5):
         betas = [theory.beta_value(name, d) for name in spec["betas"]]
         stream = GrowingDotStream(d, betas, seed=context.seed, first=spec["min_queries"])
         started = time.perf_counter()
         for b, (beta_name, beta) in enumerate(zip(spec["betas"], betas)):
             for eps in spec["epsilons"]:
-                crossing = softmax_capacity_search(stream, b, eps, spec, n_max)
+                crossing = softmax_capacity_search(stream, b, eps, spec, n_max, alpha)
                 rows.append({"kind": "capacity", "d": d, "beta_name": beta_name, "beta": beta, "epsilon": eps,
-                             **capacity_columns(crossing, eps**2, n_max),
+                             **capacity_columns(crossing, eps**2, n_max, alpha=alpha),
                              "bound_gaussian": float(theory.softmax_capacity_bound(eps, d, beta, "gaussian")),
                              "bound_exact": float(theory.softmax_capacity_bound(eps, d, beta, "exact")),
                              "blog_formula": float(theory.blog_softmax_capacity(eps, d)),
@@ -252,13 +271,17 @@ def softmax_capacity(spec: dict, context: RunContext) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def softmax_capacity_search(stream: GrowingDotStream, b: int, eps: float, spec: dict, n_max: int) -> Crossing:
-    """Band of N where "mean error² ≤ ε²" is not resolved at DECISION_Z standard errors, for the stream's
-    b-th β. Queries per N: from min_queries, doubling up to sample_budget/(N−1) (at most max_queries)."""
+def softmax_capacity_search(stream: GrowingDotStream, b: int, eps: float, spec: dict, n_max: int,
+                            alpha: float | None = None) -> Crossing:
+    """Band of N where "mean error² ≤ ε²" is not resolved at the per-point error rate `alpha` (default:
+    the search alone spends ALPHA_FAMILY), for the stream's b-th β. Queries (independent: each draws its
+    own crosstalk) per N: from min_queries, doubling up to sample_budget/(N−1) (at most max_queries)."""
+    alpha = point_alpha([(2, n_max)]) if alpha is None else alpha
+
     def decide(n: int):
         limit = query_budget(n - 1, spec["sample_budget"], spec["min_queries"], spec["max_queries"])
-        return sequential_test(lambda q: stream.error2(n, q)[b], eps**2, first_stage(limit, spec), limit, x=n,
-                               bounded=(0.0, 1.0))  # (s1² + s2)/(1 + s1)² < 1 since s2 ≤ s1
+        return sequential_test(lambda q: stream.error2(n, q)[b], eps**2, first_stage(limit, spec), limit,
+                               alpha=alpha, x=n, bounded=(0.0, 1.0))  # (s1² + s2)/(1 + s1)² < 1 since s2 ≤ s1
     return find_crossing(decide, eps**2, 2, n_max)
 
 
@@ -321,9 +344,11 @@ class SnrIndicators:
 
 def log2_law(spec: dict, context: RunContext) -> pd.DataFrame:
     """Smallest d with median SNR⁻¹ ≤ 1, i.e. P(SNR⁻¹ ≤ 1) ≥ 1/2: a sequential test of the fraction of
-    queries against 1/2 (standard error 0.5/√Q under the null), so d_min comes with the band of d
-    where that fraction is not resolved at DECISION_Z standard errors."""
+    queries (independent 0/1 indicators) against 1/2 by its exact binomial tail, so d_min comes with the
+    band of d where that fraction is not resolved at the per-point error rate `alpha_point` (the table's
+    searches spend ALPHA_FAMILY)."""
     rows = []
+    alpha = point_alpha([(3, spec["max_dim"])] * len(spec["log10_n"]))
     for log10_n in tqdm(spec["log10_n"], desc="E4 log2", ascii=True, mininterval=5):
         n = int(round(10**log10_n))
         started = time.perf_counter()
@@ -331,8 +356,8 @@ def log2_law(spec: dict, context: RunContext) -> pd.DataFrame:
         indicators = SnrIndicators(n, context.seed, block=spec["min_queries"], keep=limit * (n - 1) <= 1 << 24)
 
         def decide(d: int):
-            return sequential_test(lambda q: indicators(d, q), 0.5, spec["min_queries"], limit, x=d,
-                                   null_se=lambda q: 0.5 / math.sqrt(q))
+            return sequential_test(lambda q: indicators(d, q), 0.5, spec["min_queries"], limit, alpha=alpha, x=d,
+                                   proportion=True)
         crossing = find_crossing(decide, 0.5, 3, spec["max_dim"])
         if crossing.first_not_below is None:  # median SNR⁻¹ > 1 resolved up to max_dim
             d_lo, d_hi, d_min, status = spec["max_dim"] + 1, np.nan, np.nan, "censored"
@@ -341,12 +366,16 @@ def log2_law(spec: dict, context: RunContext) -> pd.DataFrame:
             d_hi = np.nan if crossing.first_above is None else crossing.first_above
             d_min = min(d_hi, max(d_lo, math.ceil(crossing.estimate))) if crossing.first_above else d_lo
             status = "resolved" if crossing.resolved else "unresolved"
+        if crossing.conflict is not None:  # a d resolved above below a d resolved below: widen to both
+            d_hi, status = max(d_hi, crossing.conflict[1] + 1) if np.isfinite(d_hi) else crossing.conflict[1] + 1, "non-monotone"
         high = crossing.decisions.get(d_hi) if np.isfinite(d_hi) else None
         low = crossing.decisions.get(d_lo - 1)
         rows.append({"n": n, "log10_n": log10_n, "ln_n_squared": math.log(n) ** 2, "d_min": d_min,
                      "d_lo": d_lo, "d_hi": d_hi, "status": status, "resolved": status == "resolved",
                      "censored": status == "censored" or crossing.first_above is None,
-                     "theory_typical_d_min": int(theory.exp_kernel_min_dim(n)), "decision_z": DECISION_Z,
+                     "theory_typical_d_min": int(theory.exp_kernel_min_dim(n)), "monotone": crossing.monotone,
+                     "alpha_family": ALPHA_FAMILY, "alpha_point": alpha,
+                     "alpha_look": low.alpha_look if low else (high.alpha_look if high else np.nan),
                      "fraction_at_d_hi": high.mean if high else np.nan, "queries_at_d_hi": high.queries if high else np.nan,
                      "fraction_below_d_lo": low.mean if low else np.nan,
                      "queries_below_d_lo": low.queries if low else np.nan,

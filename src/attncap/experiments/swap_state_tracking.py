@@ -8,7 +8,7 @@ learned, so early stopping saves real time. Every model follows a length curricu
 sequences of `curriculum_start` swaps, doubling (up to T_train) each time a held-out check finds it
 learned the current length (accuracy over the last quarter of the swaps ≥ `promote_accuracy`); at
 T_train it stops (its parameters are held fixed) once `stop_checks` consecutive checks reach
-`stop_accuracy`, or at `steps`.
+`stop_accuracy`, or at `steps`. Why each run stopped is its `stop_reason` (`stop_reason`).
 Models with the same seed start from the same initial weights and draw from the same data stream.
 """
 from __future__ import annotations
@@ -21,12 +21,12 @@ import time
 import pandas as pd
 import torch
 
-from attncap.claims import DIVERGED, learning_status
+from attncap.claims import DIVERGED, STILL_MOVING, learning_status
 from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM, masked_token_loss
 from attncap.models.mixers import BETA_MAX, MIXERS
 from attncap.tasks.swap_state_tracking import IGNORE, contents_after, query_offset, sample, step_positions, vocab_size
-from attncap.train import TrainSettings, final_loss, loss_curve, train_batched
+from attncap.train import TrainSettings, final_loss, loss_curve, plateau_drop, tail_lr_fraction, train_batched
 
 MODEL_LABELS = {
     "softmax": "Transformer",
@@ -105,6 +105,28 @@ def expected_cells(section: dict) -> dict[str, list[dict]]:
             out[f"{experiment}_{part}"] = [{**g, "n_objects": n, **length}
                                            for g in model_grid(experiment, spec, n, mixer) for length in lengths]
     return out
+
+
+STOP_REASONS = ("solved", "plateau", "max_steps", "diverged")
+"""Why a run stopped (column `stop_reason`): `solved`, early stop after `stop_checks` consecutive held-out
+passes at T_train; `plateau`, the step limit with the loss settled at its final curriculum length (that
+length reached before the last 20% of the run, and the loss fell ≤ PLATEAU_DROP per unit of learning rate
+over the last 10%: `attncap.claims.learning_status`'s rule on `loss_drop` / `lr_last10`); `max_steps`, the
+step limit while still improving (or promoted to a longer length too late to tell); `diverged`."""
+
+
+def stop_reason(stopped_early: bool, diverged: bool, steps_run: int, final_stage_step: int, loss: float,
+                loss_drop: float, lr_last10: float) -> str:
+    """One run's `stop_reason` (STOP_REASONS)."""
+    if diverged or not math.isfinite(loss):
+        return "diverged"
+    if stopped_early:
+        return "solved"
+    window = max(1, int(steps_run * 0.1))
+    if final_stage_step > steps_run - 2 * window:  # the plateau window would straddle a curriculum promotion
+        return "max_steps"
+    moving = learning_status(loss, None, None, loss_drop=loss_drop, lr_fraction=lr_last10) == STILL_MOVING
+    return "max_steps" if moving else "plateau"
 
 
 def _generator(base_seed: int, seed: int, n: int, stream: int) -> torch.Generator:
@@ -279,6 +301,9 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         model_rows = rows[i * per_model : (i + 1) * per_model]
         at_train = next(r for r in model_rows if r["test_multiplier"] == 1)
         status = DIVERGED if bool(diverged[i]) else learning_status(loss, at_train["acc"])
+        drop, lr_tail = plateau_drop(own), tail_lr_fraction(settings, result["model_steps"][i])
+        reason = stop_reason(bool(done[i]), bool(diverged[i]), result["model_steps"][i],
+                             reached[i][stages[stage[i]]], loss, drop, lr_tail)
         if status == DIVERGED:  # a diverged run has no accuracy (never 0)
             loss = math.nan
             for row in model_rows:
@@ -294,7 +319,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 "final_train_loss": loss, "loss_curve": loss_curve(own),
                 "train_accuracy": at_train["acc"] if status != DIVERGED else math.nan, "status": status,
                 "steps_run": result["model_steps"][i], "max_steps": spec["steps"], "job_steps": result["steps_run"],
-                "stopped_early": bool(done[i]),
+                "stopped_early": bool(done[i]), "stop_reason": reason, "loss_drop": drop, "lr_last10": lr_tail,
                 "curriculum": " ".join(f"{L}@{s}" for L, s in reached[i].items()),
                 "final_stage_T": stages[stage[i]], "checks": " ".join(checks[i][-40:]),
                 "max_train_value_norm": float(train_norm[i]), **row,
