@@ -13,11 +13,11 @@ import time
 import pandas as pd
 import torch
 
-from attncap.claims import learning_status
+from attncap.claims.aot_memorization import run_status
 from attncap.experiments.context import RunContext
 from attncap.models.aot_memorization import AoTStack, per_model_accuracy, per_model_cross_entropy
 from attncap.tasks.aot_memorization import (EpochShuffler, all_pairs, associations_from_accuracy, make_block)
-from attncap.train import TrainSettings, generators, loss_curve, plateau_drop, train_batched
+from attncap.train import TrainSettings, generators, loss_curve, plateau_drop, tail_lr_fraction, train_batched
 
 EXPERIMENTS = ("A1", "A2", "A3", "A5", "A6")
 _BLOCK_SALT = {"A1": 1, "A2": 2, "A3": 3, "A5": 5, "A6": 6}  # one table+sample per experiment block
@@ -185,6 +185,7 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
     final_loss = losses[:counter[0]][-last:].double().mean(0).cpu()
     correct = table_hits(model, table, device)
     history = losses[:counter[0]].double().cpu()
+    lr_tail = tail_lr_fraction(settings, counter[0])  # mean learning-rate factor of the plateau window
     wall = time.perf_counter() - started
     n = spec["N"]
     rows = []
@@ -201,9 +202,12 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
             "X_table_chance_corrected": float(associations_from_accuracy(float(correct[i]) / n**2, n)),
             "bound_X": h * stack.d_head + stack.d, "previous_bound_X": h * (stack.d_head - 1) + 1,
             "final_loss": float(final_loss[i]),
-            # learning certificate: capacity is read off a converged run only (accuracy < 1 is the result)
+            # learning certificate: capacity is read off a converged run only (accuracy < 1 is the result);
+            # the plateau is judged per unit of learning rate (lr_last10), so the decay cannot fake it
             "loss_curve": loss_curve(history[:, i]), "loss_drop_last10": plateau_drop(history[:, i]),
-            "status": learning_status(float(final_loss[i]), loss_drop=plateau_drop(history[:, i])), **counts,
+            "lr_last10": lr_tail,
+            "status": run_status(float(final_loss[i]), float(running[i]), plateau_drop(history[:, i]), lr_tail),
+            **counts,
             "params_nonembedding": counts["params_attention"] + counts["params_mlp"],
             "models_in_stack": len(stack.seeds), "wall_time_s": wall,
         })
