@@ -112,6 +112,9 @@ if r1 is not None:
     for h, group in built.groupby("h"):
         mean = group.groupby("d_k_total")["f1_all"].mean()
         ax.plot(mean.index, mean.values, ls="--", color=palette[h], alpha=0.7, lw=1.2)
+    failed = trained[trained["stopped"].isin(["budget", "diverged"])] if "stopped" in trained else trained.iloc[:0]
+    ax.scatter(failed["d_k_total"], failed["f1_all"], facecolors="white", edgecolors="red", s=28, zorder=4,
+               label="run stopped at the step budget while improving (uncertified)")
     ax.axhline(0.99, color="grey", ls=":", lw=1)
     ax.plot([], [], ls="--", color="grey", label="constructed (dashed)")
     plotting.label(ax, f"F1 vs total key dimension ({cell_title})", "total key dimension D_K = h·d_k (log scale)",
@@ -126,9 +129,10 @@ if r1 is not None:
     display(widths)
 
 # %% [markdown]
-# `threshold_widths`: for each h, the last D_K whose mean F1 is ≤ 0.5 and the first with F1 ≥ 0.99; the
-# "sharp threshold" check asks their ratio to be ≤ 4. NaN means the curve does not cross both levels on
-# the grid (e.g. one head under compression never reaches 0.99).
+# `threshold_widths`: for each h, the bounds the D_K grid puts on the width D_K(F1 = 0.99)/D_K(F1 = 0.5),
+# over seeds, and the verdict's decision: claimed when every seed's upper bound is ≤ 4, rival when every
+# seed's lower bound is > 4. "not measurable": F1 never rose above 0.5 on the grid (one head under
+# compression).
 
 # %% [markdown]
 # ## 2. D_K* over (m, d_model): more heads as m grows and d_model shrinks (paper Figs. 2 and 5)
@@ -166,51 +170,53 @@ plotting.save(fig, figures, CLAIM, "dkstar_heatmap")
 # %% [markdown]
 # ## 3. The law: observed D_K* against m'·log m'/d_model (paper Fig. 3)
 #
-# Every searched cell (R2–R5): permutation cells and out-degree-k cells. y is the best split's D_K*, the
-# grey bar the seed range. The solid line is the least-squares fit of log D_K* on log x with one constant
-# for all cells (the strict reading); the dotted lines share one slope with a constant per graph family
-# (the Θ(·) reading the verdict `capacity_law` tests: Θ fixes the exponent, and the paper proves the law
-# family by family, so a family may sit above or below another). The dashed line has slope 1 through the
-# geometric mean (the law's shape). Hollow markers: the constructed reference.
+# Every searched cell (R2–R5). y is the cell's D_K* as the verdict `capacity_law` reads it
+# (`rules.law_points`: each seed's best split, the geometric middle of its search bracket, geometric mean
+# over seeds); the grey bar spans the brackets' lower to upper ends. Lines: the laws the verdict compares,
+# each with the exponent the law fixes and one constant per graph family (`rules.law_decision`): solid the
+# claimed D_K* = c·m'·ln m'/d_model, dashed the rival without the log factor (plotted against the same x).
+# Hollow markers: cells whose deciding trainings failed their learning certificate (stopped at the step
+# budget while still improving, or diverged); crosses: the constructed reference.
 
 # %%
-fit = rules.law_fit(summary)
-finite = summary[np.isfinite(summary["dk_star_min"])].copy()
+points = rules.law_points(trained_rows)
+decision = rules.law_decision(points)
+uncertified = {c for c in points["cell"] if not rules.certificate(tables, rules.SEARCHES, [c]).ok}
+finite = points[~points["censored"]].copy()
 finite["family"] = np.where(finite["graph"] == "permutation",
                             np.where(finite["m"] == finite["d_model"], "permutation, one-hot", "permutation, compressed"),
                             "out-degree k=" + finite["out_degree"].astype(str))
 fig, ax = plotting.figure(width=6.5, height=4.8)
-sns.scatterplot(data=finite, x="law_x", y="dk_star_min", hue="family", style="family", s=60, ax=ax, zorder=3)
-# the seed range (each seed's own best split) need not contain the point (the best split of the seed
-# medians), so it is drawn as a bar of its own rather than as error bars around the point
-ax.vlines(finite["law_x"], finite["dk_star_min_lo"], finite["dk_star_min_hi"], color="grey", alpha=0.6, zorder=2)
+colors = dict(zip(sorted(finite["family"].unique()), sns.color_palette("deep")))
+for family, group in finite.groupby("family"):
+    ok = ~group["cell"].isin(uncertified)
+    ax.scatter(group.loc[ok, "law_x"], group.loc[ok, "middle"], color=colors[family], s=45, zorder=3, label=family)
+    ax.scatter(group.loc[~ok, "law_x"], group.loc[~ok, "middle"], facecolors="none", edgecolors=colors[family], s=45,
+               zorder=3, label=f"{family} (uncertified)" if (~ok).any() else None)
+ax.vlines(finite["law_x"], finite["lower"], finite["upper"], color="grey", alpha=0.6, zorder=2)
 if built_rows is not None:
-    built_summary = rules.cell_summary(built_rows)
-    bfin = built_summary[np.isfinite(built_summary["dk_star_min"])]
-    ax.scatter(bfin["law_x"], bfin["dk_star_min"], facecolors="none", edgecolors="black", s=50,
-               label="constructed reference", zorder=3)
-xs = np.geomspace(finite["law_x"].min(), finite["law_x"].max(), 50) if len(finite) else np.array([])
-if np.isfinite(fit["slope"]):
-    ax.plot(xs, np.exp(fit["intercept"]) * xs ** fit["slope"], color="black",
-            label=f"fit: slope {fit['slope']:.2f}, R² {fit['r2']:.2f}")
-family_fit = rules.family_law_fit(summary)
-for graph, log_c in family_fit["log_constant_by_family"].items():
-    ax.plot(xs, np.exp(log_c) * xs ** family_fit["slope"], color="dimgray", ls=":", lw=1.2,
-            label=f"{graph}: common slope {family_fit['slope']:.2f} (R² {family_fit['r2']:.2f})")
-if len(finite):
-    c = np.exp(np.mean(np.log(finite["dk_star_min"]) - np.log(finite["law_x"])))
-    ax.plot(xs, c * xs, color="black", ls="--", lw=1, label=f"slope 1: D_K* = {c:.2f}·x")
-plotting.label(ax, "Observed D_K* vs the capacity law", "m'·ln m' / d_model (log scale)",
-               "D_K* for F1 ≥ 0.99 (log scale)", logx=True, logy=True)
-ax.legend(fontsize="x-small", loc="lower right")
+    bpoints = rules.law_points(built_rows)
+    bpoints = bpoints[~bpoints["censored"]]
+    ax.scatter(bpoints["law_x"], bpoints["middle"], marker="x", color="black", s=30, label="constructed reference",
+               zorder=3)
+for graph, group in finite.groupby("graph"):
+    group = group.sort_values("law_x")
+    claimed = np.exp(decision["constants"]["claimed"][graph]) * group["law_x"]
+    no_log = np.exp(decision["constants"]["no_log"][graph]) * group["m_edges"] / group["d_model"]
+    ax.plot(group["law_x"], claimed, color="black", lw=1.2, label=f"claimed law, {graph}")
+    ax.plot(group["law_x"], no_log, color="black", lw=1, ls="--", marker=".", label=f"rival (no log factor), {graph}")
+vs = decision["rivals"]["no_log"]["by_end"]["middle"]
+plotting.label(ax, f"Observed D_K* vs the capacity law (vs no-log rival: {decision['rivals']['no_log']['preferred']}, "
+               f"weight {vs.weight_claimed:.2f})", "m'·ln m' / d_model (log scale)", "D_K* for F1 ≥ 0.99 (log scale)",
+               logx=True, logy=True)
+ax.legend(fontsize="xx-small", loc="lower right")
 plain_log_ticks(ax)
 plotting.save(fig, figures, CLAIM, "law")
-law_table = pd.DataFrame([{"fit": "trained, one constant", **fit},
-                          {"fit": "trained, constant per graph family", "slope": family_fit["slope"],
-                           "r2": family_fit["r2"], "n": family_fit["n"]},
-                          *[{"fit": f"trained, within {g}", **v} for g, v in family_fit["slope_by_family"].items()]])
-if built_rows is not None:
-    law_table = pd.concat([law_table, pd.DataFrame([{"fit": "constructed", **rules.law_fit(built_summary)}])])
+law_table = pd.DataFrame([{"rival": name, "preferred": result["preferred"],
+                           **{f"weight_claimed_{end}": c.weight_claimed for end, c in result["by_end"].items()}}
+                          for name, result in decision["rivals"].items()])
+law_table["free_exponent"] = decision["exponent"]["slope"]
+law_table["free_exponent_interval"] = str(np.round(decision["exponent"]["interval"], 3))
 plotting.save_table(law_table, tables_dir, CLAIM, "law_fit")
 law_table
 
@@ -297,16 +303,18 @@ print(f"{len(perfect)} models with all-pairs F1 = 1; their minimum context F1:",
 # %% [markdown]
 # ## 7. The table: D_K*, best h and the law's prediction per cell
 #
-# `law_prediction` is the slope-1 law c·m'·ln m'/d_model with c fitted over all cells (geometric mean of
-# D_K*/x); `fit_prediction` uses the fitted slope. `dk_star_h1` = ∞ means one head never reached F1 ≥ 0.99
+# `law_prediction` is the claimed law c_family·m'·ln m'/d_model with the constants the verdict fitted;
+# `lower`/`middle`/`upper` the cell's D_K* at the search brackets' ends; `best_h_set` the head counts the
+# seed-widened ranges cannot tell from the best (the verdict `best_h_grows` compares these sets);
+# `certified` False where a deciding training stopped at the step budget while improving. `dk_star_h1` = ∞ means one head never reached F1 ≥ 0.99
 # up to d_k = d_model.
 
 # %%
-cells_table = summary.copy()
-if len(finite):
-    cells_table["law_prediction"] = c * cells_table["law_x"]
-if np.isfinite(fit["slope"]):
-    cells_table["fit_prediction"] = np.exp(fit["intercept"]) * cells_table["law_x"] ** fit["slope"]
+cells_table = summary.merge(points[["cell", "lower", "middle", "upper"]], on="cell", how="left")
+constants = decision["constants"]["claimed"]
+cells_table["law_prediction"] = [np.exp(constants[g]) * x if g in constants else np.nan
+                                 for g, x in zip(cells_table["graph"], cells_table["law_x"])]
+cells_table["certified"] = ~cells_table["cell"].isin(uncertified)
 cells_table = cells_table.sort_values(["graph", "out_degree", "d_model", "m"])
 plotting.save_table(cells_table, tables_dir, CLAIM, "dkstar_cells")
 plotting.save_table(by_h, tables_dir, CLAIM, "dkstar_by_h")
