@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from attncap.claims import (INCONCLUSIVE, NOT_REPRODUCED, PARTIALLY, PLATEAU_DROP, REPRODUCED, Check,
-                            certificate_failures, fraction_verdict, gate, linear_fit, verdict_from)
+from attncap.claims import (INCONCLUSIVE, MISSING, NOT_REPRODUCED, PARTIALLY, PLATEAU_DROP, REPRODUCED, Certificate,
+                            SANITY, Check, certify, fraction_verdict, gate, linear_fit, verdict_from)
+from attncap.claims.laws import CLAIMED, NOT_RESOLVED, RIVAL, compare_groups, not_resolved_reason, tally
 
 TITLE = "Multi-head attention memorizes Ω(H·n) examples (rank laws, trained capacity, assumptions)"
 PAPER = "Mahdavi, Liao & Thrampoulidis, Memorization Capacity of Multi-Head Attention in Transformers (ICLR 2024)"
@@ -19,19 +20,20 @@ def _missing(table, columns) -> bool:
 
 MIN_STEPS = 1000  # a step budget below this (the smoke tier's few hundred) cannot measure capacity
 PRECONDITION = (f"every run finite, trained with a budget of ≥ {MIN_STEPS} steps, and either fitted its labels "
-                f"or its loss plateaued (fell < {PLATEAU_DROP:.0%} over the last 10% of training)")
+                f"or its loss plateaued (fell < {PLATEAU_DROP:.0%} over the last 10% of training per unit of learning rate)")
 
 
-def certificate(*frames) -> str:
-    """Why these trained runs cannot decide a check ('' when they can). Runs that fit every label
-    (accuracy 1) need no plateau; the others must have converged, since memorization is read off them."""
+def certificate(*frames) -> Certificate:
+    """The learning certificate of these trained runs, judged per run. Runs that fit every label
+    (accuracy 1) need no plateau; the others must have converged per unit of learning rate, since
+    memorization is read off them."""
     frames = [f for f in frames if f is not None and len(f)]
     if not frames:
-        return "no trained runs"
+        return Certificate.fail(MISSING, "no trained runs")
     runs = pd.concat(frames, ignore_index=True)
-    return certificate_failures(runs, ["heads", "n", "d_head", "T"], accuracy="accuracy", threshold=None,
-                                loss="final_train_loss", loss_drop="loss_drop_last10", saturated=1.0 - 1e-9,
-                                min_steps=MIN_STEPS)
+    return certify(runs, ["heads", "n", "d_head", "T"], accuracy="accuracy", threshold=None,
+                   loss="final_train_loss", loss_drop="loss_drop_last10", saturated=1.0 - 1e-9,
+                   min_steps=MIN_STEPS)
 
 
 def _certified(check: Check, *frames, lower_bound: bool = False) -> Check:
@@ -170,7 +172,8 @@ def check_n1_collapse(m3) -> Check:
     measured = {"runs": len(cells), "max_excess_over_majority": float(excess.max()),
                 "max_accuracy": float(cells["accuracy"].max())}
     return Check("M3.n1_collapse", statement, source, measured, "accuracy ≤ majority rate", "1e-6",
-                 verdict_from(bool((excess <= 1e-6).all())))
+                 verdict_from(bool((excess <= 1e-6).all())), kind=SANITY,
+                 rival="the output depends on the query although the context holds one token (a leak in the model)")
 
 
 # ---- M4: head size -------------------------------------------------------------------------
@@ -220,17 +223,34 @@ def check_nonshared(m2, m5) -> Check:
     if _missing(m2, ["heads", "memorized", "accuracy"]) or _missing(m5, ["heads", "memorized", "accuracy"]):
         return Check("M5.nonshared", statement, source, "missing M2 or M5", "M_nonshared ≥ M_shared", "5%",
                      INCONCLUSIVE)
-    shared = memorization(m2, ["heads"]).groupby("heads")["M"].mean()
-    other = memorization(m5, ["heads"]).groupby("heads")["M"].mean()
+    shared_runs, other_runs = memorization(m2, ["heads"]), memorization(m5, ["heads"])
+    shared, other = shared_runs.groupby("heads")["M"].mean(), other_runs.groupby("heads")["M"].mean()
     common = sorted(set(shared.index) & set(other.index))
+    rival = f"one shared context memorizes more: M_shared > M_nonshared by more than {NONSHARED_MARGIN:.0%}"
+    tolerance = (f"per H, the 95% Welch interval over seeds of M_nonshared − M_shared against a margin of "
+                 f"{NONSHARED_MARGIN:.0%} of M_shared: above −margin → holds, below −margin → rival, else not "
+                 "resolved; all H hold → reproduced, some rival → partially")
     if len(common) < 2:
-        return Check("M5.nonshared", statement, source, "fewer than 2 common H", "M_nonshared ≥ M_shared", "5%",
-                     INCONCLUSIVE)
-    ok = [other[h] >= 0.95 * shared[h] for h in common]
+        return Check("M5.nonshared", statement, source, "fewer than 2 common H", "M_nonshared ≥ M_shared", tolerance,
+                     INCONCLUSIVE, rival=rival)
+    outcomes, differences = {}, {}
+    for h in common:
+        diff = compare_groups(other_runs[other_runs["heads"] == h]["M"], shared_runs[shared_runs["heads"] == h]["M"])
+        margin = NONSHARED_MARGIN * float(shared[h])
+        differences[int(h)] = diff.measured()
+        outcomes[int(h)] = (CLAIMED if diff.low > -margin else RIVAL if diff.high < -margin else NOT_RESOLVED)
     measured = {"M_shared": {int(h): float(shared[h]) for h in common},
-                "M_nonshared": {int(h): float(other[h]) for h in common}}
-    return _certified(Check("M5.nonshared", statement, source, measured, "M_nonshared ≥ M_shared", "5%",
-                            fraction_verdict(ok)), m2, m5)
+                "M_nonshared": {int(h): float(other[h]) for h in common},
+                "nonshared_minus_shared": differences, "outcomes": outcomes}
+    check = Check("M5.nonshared", statement, source, measured, "M_nonshared ≥ M_shared", tolerance,
+                  tally({str(k): v for k, v in outcomes.items()}), rival=rival)
+    if check.verdict == INCONCLUSIVE:
+        check.reason = not_resolved_reason("the difference lies inside the seed spread",
+                                           "H = " + ", ".join(str(h) for h, v in outcomes.items() if v == NOT_RESOLVED))
+    return _certified(check, m2, m5)
+
+
+NONSHARED_MARGIN = 0.05
 
 
 # ---- M7: saturation ------------------------------------------------------------------------
@@ -249,7 +269,8 @@ def check_saturation(m2) -> Check:
     measured = {"sat_frac_trained": {int(h): float(v) for h, v in per_h["sat_frac"].items()},
                 "sat_frac_init": {int(h): float(v) for h, v in per_h["sat_frac_init"].items()}}
     return _certified(Check("M7.saturation", statement, source, measured, "trained > init", "-",
-                            fraction_verdict(ok)), m2)
+                            fraction_verdict(ok), kind=SANITY,
+                            rival="training leaves the softmax no more saturated than at initialisation"), m2)
 
 
 # ---- M8: assumptions -------------------------------------------------------------------------
