@@ -28,7 +28,7 @@ from attncap.claims import (DIVERGED, INCONCLUSIVE, LEARNED, MISSING, NOT_REPROD
                             PLATEAU_DROP, REPRODUCED, TOO_SHORT, Certificate, Check, certify, fraction_verdict,
                             gate, learning_status, linear_fit, listing, missing_check)
 from attncap.claims.laws import (CLAIMED, LEVEL, NOT_RESOLVED, RIVAL, Difference, Exponent, LawComparison, compare_groups,
-                                 compare_laws, exponent_interval, not_resolved_reason, with_intercept)
+                                 compare_laws, exponent_interval, not_resolved_reason, tally, with_intercept)
 from attncap.tasks.aot_memorization import accuracy_bound
 
 TITLE = "Attention-only transformers memorize H·d_h + d associations"
@@ -115,17 +115,6 @@ def checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
         gate(published_match(a1, a6, a5), PROTOCOL, protocol),
     ]
 
-
-def tally(outcomes: dict[str, str], *, every: bool = False) -> str:
-    """The verdict of several claimed-vs-rival decisions (CLAIMED / RIVAL / NOT_RESOLVED per item): all
-    claimed → reproduced; any rival → not reproduced (`every`, or when no item is claimed) or partially;
-    otherwise (some not resolved, or no items) inconclusive."""
-    values = list(outcomes.values())
-    if RIVAL in values:
-        return NOT_REPRODUCED if every or CLAIMED not in values else PARTIALLY
-    if values and all(v == CLAIMED for v in values):
-        return REPRODUCED
-    return INCONCLUSIVE
 
 
 def _with_reason(check: Check, outcomes: dict[str, str], what: str) -> Check:
