@@ -338,7 +338,35 @@ def check_kruskal_estimator(m8) -> Check:
     return Check("M8.estimator", statement, source, measured, expected, "exact", verdict_from(bool(ok.all())))
 
 
+RIVALS = {
+    # closed forms and exact constructions: the rival is a different formula, which the exact rule refuses
+    "M1.rank.shared": "the naive count min(T, H·n) (every context token independent)",
+    "M1.rank.nonshared": "a shared-context rank min(T, H(n−1)+1)",
+    "M1.rank.lowrank": "full rank min(T, H·d) despite rank-r contexts",
+    "M1.rank.affine": "min(T, H·r) (the affine offset adds no dimension)",
+    "M1.residual": "the frozen-attention system is not solvable up to L (residual > 1e-10), or still solvable at L+1",
+    "M2.fit_at_bound": "capacity below the bound: runs with T ≤ b do not fit every label",
+    "M6.fit_at_bound": "capacity below the bound: regression runs with T ≤ b stay above 1e-3 relative MSE",
+    "M2.linear_in_H": "sublinear growth in H (log-log slope < 0.8, e.g. √H) or a slope below n − 1 per head",
+    "M3.monotone_n": "memorization falls as the context grows (beyond the 5% seed slack)",
+    "M4.gain": "head size does not help: M(d_h = n) / M(d_h = 1) < 1.5",
+    "M4.plateau": "M keeps growing beyond d_h = n (more than 15%)",
+    "M8.context_rank": "some contexts are rank-deficient",
+    "M8.kruskal": "Kruskal rank below n on the real (digit) contexts",
+    "M8.estimator": "the Kruskal-rank estimator misreads planted ranks",
+}
+"""The rival each fixed-threshold check refuses by its rule (its tests feed it a failing table). These
+checks do not yet fit the rival as a law beside the claim (open work of issue 21)."""
+
+
 def checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
+    out = _checks(tables)
+    for check in out:
+        check.rival = check.rival or RIVALS.get(check.id, "")
+    return out
+
+
+def _checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
     m1, m8 = tables.get("M1"), tables.get("M8")
     return [
         check_rank_law(m1, "shared", "min(T, H(n−1)+1)"),
