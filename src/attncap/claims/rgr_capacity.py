@@ -464,11 +464,8 @@ def one_head_uncompressed(rows: pd.DataFrame | None) -> Check:
                           RIVAL if lo1 >= ONE_HEAD_FACTOR * hi_m else NOT_RESOLVED)
         shown[cell] = {"h1": _range(lo1, hi1), "best_multi_lo": _show(lo_m), "best_multi_hi": _show(hi_m),
                        "decision": outcomes[cell]}
-    check = Check("one_head_uncompressed", statement, source,
-                  {"cells": len(outcomes), "cells_claimed": sum(v == CLAIMED for v in outcomes.values()),
-                   "cells_rival": sum(v == RIVAL for v in outcomes.values()), "by_cell": shown},
-                  expected, tolerance, tally(outcomes), rival=rival)
-    return _not_resolved(check, outcomes, f"one head within {ONE_HEAD_FACTOR}× of the best split")
+    return _cell_check("one_head_uncompressed", statement, source, expected, rival, tolerance, outcomes, shown,
+                       f"one head within {ONE_HEAD_FACTOR}× of the best split")
 
 
 def heads_help_compressed(rows: pd.DataFrame | None) -> Check:
@@ -495,11 +492,17 @@ def heads_help_compressed(rows: pd.DataFrame | None) -> Check:
                           RIVAL if (hi1 <= multi["range_lo"]).all() else NOT_RESOLVED)
         shown[cell] = {"h1": _range(lo1, hi1), "best_multi": _range(multi["range_lo"].min(), multi["range_hi"].min()),
                        "decision": outcomes[cell]}
-    check = Check("heads_help_compressed", statement, source,
+    return _cell_check("heads_help_compressed", statement, source, expected, rival, tolerance, outcomes, shown,
+                       "h ≥ 2 below one head")
+
+
+def _cell_check(check_id, statement, source, expected, rival, tolerance, outcomes, shown, what) -> Check:
+    """A check tallied over per-cell claimed/rival/not-resolved outcomes, with the per-cell numbers."""
+    check = Check(check_id, statement, source,
                   {"cells": len(outcomes), "cells_claimed": sum(v == CLAIMED for v in outcomes.values()),
                    "cells_rival": sum(v == RIVAL for v in outcomes.values()), "by_cell": shown},
                   expected, tolerance, tally(outcomes), rival=rival)
-    return _not_resolved(check, outcomes, "h ≥ 2 below one head")
+    return _not_resolved(check, outcomes, what)
 
 
 GROWS, TIES, FALLS = "grows", "ties", "falls"
