@@ -325,7 +325,7 @@ def test_learning_certificate_gates_trained_checks():
     # unconverged runs below capacity (accuracy < 1): shape laws withheld, a passing lower bound stands
     moving = good.assign(loss_drop_last10=0.3)
     assert claim.check_linear_in_heads(moving).verdict == INCONCLUSIVE
-    assert "loss still falling" in claim.check_linear_in_heads(moving).reason
+    assert "loss not settled" in claim.check_linear_in_heads(moving).reason
     assert claim.check_fit_at_bound(moving, "M2").verdict == REPRODUCED
     # certified runs still fail on the claim itself
     assert claim.check_fit_at_bound(_trained(lambda h: 3), "M2").verdict in (NOT_REPRODUCED, PARTIALLY)

@@ -65,6 +65,20 @@ def test_a_decayed_schedule_cannot_fake_a_plateau():
     assert learning_status(0.3, loss_drop=plateau_drop(flat), lr_fraction=1.0) == LEARNED
 
 
+def test_a_rising_loss_is_not_a_plateau():
+    """A loss that rose by 6% over the last tenth at full rate has not settled (it oscillates or drifts up):
+    the rule is on the size of the change, either way; a rise within the margin still settles."""
+    rising = np.concatenate([np.full(900, 0.30), np.full(100, 0.318)])
+    assert plateau_drop(rising) < -0.05
+    assert learning_status(0.318, loss_drop=plateau_drop(rising), lr_fraction=1.0) == STILL_MOVING
+    noisy = np.concatenate([np.full(900, 0.30), np.full(100, 0.306)])  # +2%: settled
+    assert learning_status(0.306, loss_drop=plateau_drop(noisy), lr_fraction=1.0) == LEARNED
+    frame = runs(cell=[1], seed=[0], train_accuracy=[1.0], final_train_loss=[0.318], steps=[1000],
+                 loss_drop_last10=[plateau_drop(rising)], lr_last10=[1.0])
+    cert = certify(frame, ["cell"], loss_drop="loss_drop_last10")
+    assert cert.kinds == {STILL_MOVING} and "rose 6.0%" in cert.failures[0].text
+
+
 def test_a_vanished_learning_rate_is_never_a_plateau():
     assert learning_status(0.3, loss_drop=0.0, lr_fraction=0.005) == STILL_MOVING
     assert learning_status(0.3, accuracy=1.0, loss_drop=0.5, lr_fraction=1.0, saturated=0.99) == LEARNED
@@ -117,3 +131,11 @@ def test_exponent_interval_and_group_difference():
     assert compare_groups([32.3, 31.0, 33.0], [32.0, 33.0, 31.0]).preferred == NOT_RESOLVED
     assert compare_groups([40.0, 41.0, 40.5], [32.0, 33.0, 31.0]).preferred == "a"
     assert compare_groups([40.0], [32.0]).preferred == NOT_RESOLVED  # one seed: no spread, no decision
+
+
+def test_the_rivals_table_lists_every_check_with_its_law_and_rival():
+    from attncap.claims import render_rivals
+    doc = {"claim": "c", "checks": [Check("x", "s", "src", 1, "a ∝ N", "-", REPRODUCED, rival="a ∝ N|²").as_dict(),
+                                    Check("y", "s", "src", 1, "ok", "-", REPRODUCED, kind="sanity", rival="r").as_dict()]}
+    table = render_rivals([doc]).splitlines()
+    assert table[2] == "| c | `x` | a ∝ N | a ∝ N\\|² |" and table[3].startswith("| c | `y` (sanity) |")

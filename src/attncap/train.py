@@ -344,7 +344,7 @@ def plateau_certified(settings: TrainSettings, fraction: float = 0.1, drop: floa
     (`plateau_drop` / `tail_lr_fraction` over the steps actually run, continuation included), with that
     rate at least `min_lr_fraction` (default MIN_LR_FRACTION) of its peak. A model whose last losses are
     not finite is settled too: it diverged (certify reports DIVERGED), and more steps cannot certify it."""
-    from attncap.claims import MIN_LR_FRACTION, PLATEAU_DROP  # at call time: claims never imports train
+    from attncap.claims import MIN_LR_FRACTION, PLATEAU_DROP, still_moving  # at call time: claims never imports train
 
     drop = PLATEAU_DROP if drop is None else drop
     min_lr_fraction = MIN_LR_FRACTION if min_lr_fraction is None else min_lr_fraction
@@ -361,19 +361,10 @@ def plateau_certified(settings: TrainSettings, fraction: float = 0.1, drop: floa
                 continue
             if n not in tail_lr:
                 tail_lr[n] = tail_lr_fraction(settings, n, fraction)
-            out[m] = not _still_moving(plateau_drop(own, fraction), tail_lr[n], drop, min_lr_fraction)
+            out[m] = not still_moving(plateau_drop(own, fraction), tail_lr[n], drop, min_lr_fraction)
         return out
 
     return certified
-
-
-def _still_moving(loss_drop: float, lr_fraction: float, drop: float, min_lr_fraction: float) -> bool:
-    """attncap.claims' STILL_MOVING rule (tests check the two agree)."""
-    if not math.isfinite(loss_drop):
-        return True  # too short a history to tell
-    if not lr_fraction >= min_lr_fraction:
-        return True
-    return loss_drop / lr_fraction > drop
 
 
 def loss_curve(losses, points: int = 6) -> str:

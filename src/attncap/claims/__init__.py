@@ -174,19 +174,23 @@ def learning_status(final_loss: float, accuracy: float | None = None, threshold:
     if loss_drop is not None:
         if saturated is not None and accuracy is not None and float(accuracy) >= saturated:
             return LEARNED
-        if _still_moving(loss_drop, lr_fraction):
+        if still_moving(loss_drop, lr_fraction):
             return STILL_MOVING
     return LEARNED
 
 
-def _still_moving(loss_drop, lr_fraction) -> bool:
-    drop = float(loss_drop)
-    if not math.isfinite(drop):
-        return True  # too short a history to tell
-    fraction = 1.0 if lr_fraction is None else float(lr_fraction)
-    if not fraction >= MIN_LR_FRACTION:
+def still_moving(loss_drop, lr_fraction, drop: float = PLATEAU_DROP, min_lr_fraction: float = MIN_LR_FRACTION) -> bool:
+    """The STILL_MOVING rule, one copy for the certificate and for `attncap.train.plateau_certified`: the
+    loss changed by more than `drop` per unit of learning rate over the last 10% of training, either way
+    (a loss that *rose* that much has not settled either: it oscillates or drifts up), or the rate fell
+    below `min_lr_fraction` of its peak, or the history is too short to tell (NaN)."""
+    change = float(loss_drop)
+    if not math.isfinite(change):
         return True
-    return drop / fraction > PLATEAU_DROP
+    fraction = 1.0 if lr_fraction is None else float(lr_fraction)
+    if not fraction >= min_lr_fraction:
+        return True
+    return abs(change) / fraction > drop
 
 
 def certify(frame, label: Sequence[str], *, accuracy: str | None = "train_accuracy",
@@ -225,14 +229,15 @@ def certify(frame, label: Sequence[str], *, accuracy: str | None = "train_accura
             failures[UNDER_TRAINED].append((name, f"{name} reached {acc:.2f}"))
         if loss_drop is not None and not (saturated is not None and acc >= saturated):
             drop, fraction = float(row[loss_drop]), float(row[lr_fraction])
-            if _still_moving(drop, fraction):
-                rate = f"{drop / fraction:.0%}" if fraction >= MIN_LR_FRACTION and math.isfinite(drop) else "n/a"
+            if still_moving(drop, fraction):
+                rate = f"{abs(drop) / fraction:.0%}" if fraction >= MIN_LR_FRACTION and math.isfinite(drop) else "n/a"
+                way = "rose" if drop < 0 else "fell"
                 failures[STILL_MOVING].append(
-                    (name, f"{name} (loss fell {drop:.1%} at {fraction:.0%} of the peak rate: {rate} per unit rate)"))
+                    (name, f"{name} (loss {way} {abs(drop):.1%} at {fraction:.0%} of the peak rate: {rate} per unit rate)"))
     heads = {
         TOO_SHORT: f"trained fewer than {min_steps} steps, too short to measure",
         DIVERGED: "diverged",
-        STILL_MOVING: f"loss still falling (> {PLATEAU_DROP:.0%} in the last 10% of training per unit of learning "
+        STILL_MOVING: f"loss not settled (changed > {PLATEAU_DROP:.0%} in the last 10% of training per unit of learning "
                       f"rate, or the rate fell below {MIN_LR_FRACTION:.0%} of its peak)",
         UNDER_TRAINED: f"under-trained (< {threshold:g} in distribution)" if threshold is not None else "under-trained",
     }
@@ -376,6 +381,17 @@ def render_markdown(documents: Sequence[dict]) -> str:
     lines += ["", "Totals (claim checks): " + ", ".join(f"{k}: {v}" for k, v in counts.items()),
               "", "Sanity checks (counted apart): " + ", ".join(f"{k}: {v}" for k, v in sanity.items()), ""]
     return "\n".join(lines)
+
+
+def render_rivals(documents: Sequence[dict]) -> str:
+    """The README's table of every check with its law and the rival it must beat, from the checks' own
+    `expected` and `rival` fields (`python scripts/render_claims.py results/claims/*.json --rivals`)."""
+    lines = ["| claim | check | law (expected) | rival it must beat |", "|---|---|---|---|"]
+    for doc in sorted(documents, key=lambda d: d["claim"]):
+        for c in doc["checks"]:
+            check_id = f"`{c['id']}`" + (" (sanity)" if c.get("kind", CLAIM) == SANITY else "")
+            lines.append(f"| {doc['claim']} | {check_id} | {_cell(c['expected'])} | {_cell(c.get('rival', ''))} |")
+    return "\n".join(lines) + "\n"
 
 
 def verdict_totals(documents: Sequence[dict], kind: str = CLAIM) -> dict[str, int]:
