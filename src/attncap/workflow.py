@@ -48,6 +48,7 @@ class Rules:
         self.config = config
         self.tier = config["tier"]
         self.final_targets: dict[str, list[str]] = {}
+        self.headlines: dict[str, str] = {}  # claim -> its headline figure (see register_claim)
 
     def spec_json(self, claim: str, experiment: str) -> str:
         """The experiment's config section as JSON; a change to it reruns just that experiment."""
@@ -103,8 +104,10 @@ class Rules:
         return self.notebook_files(claim, figures, tables, captioned=True)
 
     def register_claim(self, claim: str, figures, tables) -> None:
-        """Declare what `rule all` builds for a claim: its verdict JSON and every notebook output."""
+        """Declare what `rule all` builds for a claim: its verdict JSON and every notebook output. The first
+        figure is the claim's headline (the one a reference run keeps)."""
         self.final_targets[claim] = [f"results/claims/{claim}.json"] + self.notebook_files(claim, figures, tables)
+        self.headlines[claim] = f"results/figures/{claim}_{figures[0]}.png"
 
     def notebook_command(self, claim: str) -> str:
         """Run the claim's percent-format source (input `source`) on exactly the rule's run tables."""

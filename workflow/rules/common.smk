@@ -6,6 +6,7 @@ from attncap.workflow import Rules, alternation, report_if_built
 RULES = Rules(config)
 TIER = RULES.tier
 FINAL_TARGETS = RULES.final_targets  # claim -> files `rule all` asks for
+HEADLINES = RULES.headlines  # claim -> its headline figure (a reference run keeps it)
 spec_json = RULES.spec_json
 run_tables = RULES.run_tables  # claim -> its run CSVs (verdicts and notebook read exactly these)
 table_parts = RULES.table_parts  # claim -> {experiment: [parts]}, from the same list (wildcard values)

@@ -13,3 +13,31 @@ rule claims_table:
         "results/logs/claims_table.log",
     shell:
         "python -m attncap.jobrun --log {log:q} -- python scripts/render_claims.py {input:q} --out {output.table:q} --landing {output.landing:q}"
+
+
+# `snakemake --cores 2 reference`: freeze this tier's run as reference/<tier>/ (committed; refresh it
+# whenever a change moves a verdict or a number, and review the diff). `snakemake --cores 2 compare`:
+# this run against the committed reference, every number within its precision (attncap.compare); the
+# job fails, naming the checks and numbers, on any difference.
+rule reference:
+    input:
+        claims=expand("results/claims/{claim}.json", claim=config["claims"]),
+        table="results/claims.md",
+        figures=[HEADLINES[claim] for claim in config["claims"]],
+    output:
+        directory(f"reference/{TIER}"),
+    log:
+        "results/logs/reference.log",
+    shell:
+        "python -m attncap.jobrun --log {log:q} -- python scripts/write_reference.py results {output:q} --figures {input.figures:q}"
+
+
+rule compare:
+    input:
+        claims=expand("results/claims/{claim}.json", claim=config["claims"]),
+    output:
+        "results/compare.md",
+    log:
+        "results/logs/compare.log",
+    shell:
+        f"python -m attncap.jobrun --log {{log:q}} --merge-stdout -- python -m attncap.compare results reference/{TIER} --markdown {{output:q}}"

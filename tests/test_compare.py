@@ -1,0 +1,99 @@
+"""attncap.compare: a run against a reference, verdict by verdict and number by number within its precision."""
+import copy
+import json
+
+import pytest
+
+from attncap.compare import TRAINED_REL, compare, load, main, numbers, render, write_reference
+
+
+def _doc(claim="c"):
+    return {"claim": claim, "tier": "smoke", "provenance": {"git_revision": "abc"}, "checks": [
+        {"id": "law", "verdict": "reproduced", "precondition": "", "reason": "",
+         "measured": {"slope": {"slope": 1.02, "interval": [0.9, 1.1], "level": 0.95}, "rss": 0.5, "exact": 4}},
+        {"id": "trained", "verdict": "inconclusive", "precondition": "every run learned", "reason": "still moving",
+         "measured": {"accuracy": 0.80, "gap": {"difference": 0.3, "interval": [0.25, 0.35]}, "label": "x"}},
+    ]}
+
+
+def _write(tmp_path, name, docs):
+    folder = tmp_path / name / "claims"
+    folder.mkdir(parents=True)
+    for doc in docs:
+        (folder / f"{doc['claim']}.json").write_text(json.dumps(doc))
+    return tmp_path / name
+
+
+def _problems(run, reference):
+    return [p for row in compare({d["claim"]: d for d in run}, {d["claim"]: d for d in reference}) for p in row.problems]
+
+
+def test_identical_runs_agree(tmp_path):
+    ref, run = _write(tmp_path, "ref", [_doc()]), _write(tmp_path, "run", [_doc()])
+    assert main([str(run), str(ref)]) == 0
+    assert not _problems([_doc()], [_doc()])
+
+
+def test_a_flipped_verdict_fails_naming_the_check():
+    run = _doc()
+    run["checks"][0]["verdict"] = "not reproduced"
+    (problem,) = _problems([run], [_doc()])
+    assert "c.law" in problem and "'reproduced' in the reference" in problem and "'not reproduced' in the run" in problem
+
+
+def test_an_exact_number_must_match_and_a_trained_one_within_its_tolerance():
+    run = _doc()
+    run["checks"][0]["measured"]["rss"] = 0.5 * (1 + 1e-4)  # an untrained check: exact up to rounding
+    run["checks"][1]["measured"]["accuracy"] = 0.80 * (1 + TRAINED_REL / 2)  # trained: within 5%
+    (problem,) = _problems([run], [_doc()])
+    assert problem.startswith("c.law.rss:") and "within 1e-06 relative" in problem
+    run["checks"][1]["measured"]["accuracy"] = 0.80 * (1 + 2 * TRAINED_REL)
+    assert any(p.startswith("c.trained.accuracy:") for p in _problems([run], [_doc()]))
+
+
+def test_an_estimate_is_compared_with_the_reference_interval():
+    run = _doc()
+    run["checks"][0]["measured"]["slope"] = {"slope": 1.09, "interval": [0.95, 1.23], "level": 0.95}  # 7% off, inside
+    run["checks"][1]["measured"]["gap"] = {"difference": 0.34, "interval": [0.2, 0.5]}
+    assert not _problems([run], [_doc()])
+    run["checks"][1]["measured"]["gap"]["difference"] = 0.37  # outside [0.25, 0.35]
+    (problem,) = _problems([run], [_doc()])
+    assert "gap.difference" in problem and "95% interval [0.25, 0.35]" in problem
+
+
+def test_missing_claims_checks_and_numbers_fail():
+    assert _problems([], [_doc()]) == ["c: claim missing from the run"]
+    run = _doc()
+    del run["checks"][1]
+    assert _problems([run], [_doc()]) == ["c.trained: check missing from the run"]
+    run = _doc()
+    del run["checks"][0]["measured"]["exact"]
+    assert _problems([run], [_doc()])[0].startswith("c.law.exact: missing from the run")
+
+
+def test_numbers_keep_intervals_and_skip_strings_and_booleans():
+    found = numbers({"a": {"slope": 2.0, "interval": [1.0, 3.0]}, "b": [1, True, "x"], "c": None})
+    assert set(found) == {"a.slope", "b[0]"} and found["a.slope"].interval == (1.0, 3.0)
+
+
+def test_a_written_reference_compares_equal_to_its_run(tmp_path, capsys):
+    results = _write(tmp_path, "results", [_doc("c"), _doc("d")])
+    (results / "claims.md").write_text("# verdicts\n")
+    figure = tmp_path / "c_law.png"
+    figure.write_bytes(b"png")
+    target = write_reference(results, tmp_path / "reference" / "smoke", figures=[str(figure)])
+    assert (target / "claims.md").exists() and (target / "figures" / "c_law.png").exists()
+    provenance = json.loads((target / "provenance.json").read_text())
+    assert provenance["tier"] == "smoke" and provenance["git_revision"] == "abc" and provenance["machine"]["cores"] >= 1
+    assert set(load(target)) == {"c", "d"} and main([str(results), str(target)]) == 0
+    changed = copy.deepcopy(_doc("d"))
+    changed["checks"][0]["verdict"] = "partially"
+    (results / "claims" / "d.json").write_text(json.dumps(changed))
+    assert main([str(results), str(target)]) == 1
+    out = capsys.readouterr().out
+    assert "| d | law | reproduced | partially |" in out and "1 of 4 checks" not in out and "1 difference:" in out
+
+
+def test_a_folder_without_verdicts_is_a_clear_error(tmp_path, capsys):
+    assert main([str(tmp_path), str(tmp_path)]) == 2
+    assert "no claims/ folder" in capsys.readouterr().err
