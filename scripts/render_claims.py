@@ -1,4 +1,4 @@
-"""Gather every claim's verdict JSON into results/claims.md (with --rivals: print the README's table of
+"""Gather every claim's verdict JSON into results/claims.md (with --rivals: print docs/verdicts.md's table of
 checks and the rivals they beat instead)."""
 import argparse
 import json

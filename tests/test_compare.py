@@ -83,6 +83,8 @@ def test_a_written_reference_compares_equal_to_its_run(tmp_path, capsys):
     figure.write_bytes(b"png")
     target = write_reference(results, tmp_path / "reference" / "smoke", figures=[str(figure)])
     assert (target / "claims.md").exists() and (target / "figures" / "c_law.png").exists()
+    summary = (target / "summary.md").read_text().splitlines()
+    assert summary[2] == "| c | 1 | 0 | 0 | 1 | 0 of 0 |" and summary[-1].startswith("| **all** | **2** |")
     provenance = json.loads((target / "provenance.json").read_text())
     assert provenance["tier"] == "smoke" and provenance["git_revision"] == "abc" and provenance["machine"]["cores"] >= 1
     assert set(load(target)) == {"c", "d"} and main([str(results), str(target)]) == 0

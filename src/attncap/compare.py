@@ -156,9 +156,11 @@ def render(rows: list[Row]) -> str:
 
 def write_reference(results, target, *, figures: list[str] = (), wall_time_s: float | None = None) -> Path:
     """Copy a finished run's verdicts, `claims.md` and headline figures into `target` (reference/<tier>/),
-    with `provenance.json` (tier, revision, date, machine, torch version, job times). The folder is
-    replaced as a whole, so a reference never mixes two runs."""
+    with `summary.md` (the README's results table) and `provenance.json` (tier, revision, date, machine,
+    torch version, job times). The folder is replaced as a whole, so a reference never mixes two runs."""
     import torch
+
+    from attncap.claims import render_summary
 
     results, target = Path(results), Path(target)
     documents = load(results)
@@ -167,6 +169,7 @@ def write_reference(results, target, *, figures: list[str] = (), wall_time_s: fl
     (staging / "claims").mkdir(parents=True)
     for claim, doc in documents.items():
         (staging / "claims" / f"{claim}.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    (staging / "summary.md").write_text(render_summary(list(documents.values())))
     if (results / "claims.md").exists():
         shutil.copy2(results / "claims.md", staging / "claims.md")
     for figure in figures:

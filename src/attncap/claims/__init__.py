@@ -384,7 +384,7 @@ def render_markdown(documents: Sequence[dict]) -> str:
 
 
 def render_rivals(documents: Sequence[dict]) -> str:
-    """The README's table of every check with its law and the rival it must beat, from the checks' own
+    """The table of every check with its law and the rival it must beat (docs/verdicts.md), from the checks' own
     `expected` and `rival` fields (`python scripts/render_claims.py results/claims/*.json --rivals`)."""
     lines = ["| claim | check | law (expected) | rival it must beat |", "|---|---|---|---|"]
     for doc in sorted(documents, key=lambda d: d["claim"]):
@@ -398,6 +398,21 @@ def verdict_totals(documents: Sequence[dict], kind: str = CLAIM) -> dict[str, in
     """Verdict counts over the checks of one kind (claim checks by default; sanity checks apart)."""
     checks = [c for d in documents for c in d["checks"] if c.get("kind", CLAIM) == kind]
     return {v: sum(c["verdict"] == v for c in checks) for v in VERDICTS}
+
+
+def render_summary(documents: Sequence[dict]) -> str:
+    """The results table of the README (markdown): claim checks per verdict for each claim, sanity checks
+    apart, and the totals."""
+    order = (REPRODUCED, PARTIALLY, NOT_REPRODUCED, INCONCLUSIVE)
+    lines = ["| claim | " + " | ".join(order) + " | sanity checks passed |", "|---" * (len(order) + 2) + "|"]
+    for doc in documents:
+        counts, sanity = verdict_totals([doc]), verdict_totals([doc], SANITY)
+        lines.append(f"| {doc['claim']} | " + " | ".join(str(counts[v]) for v in order)
+                     + f" | {sanity[REPRODUCED]} of {sum(sanity.values())} |")
+    counts, sanity = verdict_totals(documents), verdict_totals(documents, SANITY)
+    lines.append("| **all** | " + " | ".join(f"**{counts[v]}**" for v in order)
+                 + f" | {sanity[REPRODUCED]} of {sum(sanity.values())} |")
+    return "\n".join(lines) + "\n"
 
 
 def render_landing(documents: Sequence[dict]) -> str:
