@@ -445,15 +445,41 @@ def render_landing(documents: Sequence[dict]) -> str:
         lines.append(f"   * - {doc['claim']}")
         lines += [f"     - {verdict_totals([doc])[v]}" for v in VERDICTS]
     lines += ["", "The verdict of every check is in ``results/claims.md`` (category *verdicts*); each claim's "
-              "figures and its executed notebook are under the claim's own category.", ""]
+              "figures (each caption names the checks it supports) and its executed notebook are under the "
+              "claim's own category.", ""]
+    for doc in documents:
+        heading = f"{doc['claim']}: {doc.get('title', '')}".rstrip(": ")
+        lines += [heading, "-" * len(heading), "", f".. list-table:: Checks of {doc['claim']}", "   :header-rows: 1",
+                  "   :widths: 15 12 40 33", "", "   * - check", "     - verdict", "     - measured", "     - reason"]
+        for c in doc["checks"]:
+            kind = " (sanity)" if c.get("kind", CLAIM) == SANITY else ""
+            lines += [f"   * - ``{c['id']}``{kind}", f"     - {c['verdict']}", f"     - {_rst(_brief(c['measured']))}",
+                      f"     - {_rst(_brief(c.get('reason', ''), 300)) or '—'}"]
+        lines.append("")
     return "\n".join(lines)
 
 
-def _cell(value) -> str:
+def _brief(value, limit: int = 200) -> str:
+    text = _plain(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _rst(text: str) -> str:
+    """Plain text safe inside an RST table cell (no inline markup, no substitutions)."""
+    return text.replace("\\", "\\\\").replace("*", "\\*").replace("`", "'").replace("|", "\\|").replace("_", "\\_")
+
+
+def _plain(value) -> str:
+    """A measured value as one line of plain text (dicts as k=v; lists cut at 12 items)."""
     if isinstance(value, dict):
-        text = "; ".join(f"{k}={_cell(v)}" for k, v in value.items())
+        text = "; ".join(f"{k}={_plain(v)}" for k, v in value.items())
     elif isinstance(value, list):
-        text = ", ".join(_cell(v) for v in value[:12]) + (" …" if len(value) > 12 else "")
+        text = ", ".join(_plain(v) for v in value[:12]) + (" …" if len(value) > 12 else "")
     else:
         text = str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
+    return text.replace("\n", " ")
+
+
+def _cell(value) -> str:
+    """A value inside a markdown table cell."""
+    return _plain(value).replace("|", "\\|")
