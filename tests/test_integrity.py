@@ -32,7 +32,8 @@ def e2_table(spec: dict) -> pd.DataFrame:
     """A well-formed E2 table for `spec` (numbers irrelevant to coverage)."""
     rows = [{"kernel": k, "scale": s, "d": d, "n": 2**l, "mean_snr_inv": 0.1}
             for d in spec["dims"] for l in spec["log2_n"]
-            for k, s in [("linear", np.nan)] + [("exp", x) for x in spec["scales"]]]
+            for k, s in [("linear", np.nan), ("relu", np.nan), ("relu_centred", np.nan)]
+            + [("exp", x) for x in spec["scales"]]]
     return pd.DataFrame(rows)
 
 
@@ -53,8 +54,8 @@ def test_truncated_table_is_refused_naming_file_and_cells(tmp_path, e2_section):
     with pytest.raises(TableError) as err:
         check_coverage("retrieval_capacity", [path], e2_section)
     message = str(err.value)
-    assert str(path) in message and "3 rows cover 3 of the 16 configured cells" in message
-    assert "kernel=exp scale=1.0 d=16 n=1024" in message or "and 5 more" in message
+    assert str(path) in message and "3 rows cover 3 of the 32 configured cells" in message
+    assert "kernel=exp scale=1.0 d=16 n=1024" in message or "and 21 more" in message
 
 
 def test_missing_and_foreign_tables_are_refused(tmp_path, smoke_config):
@@ -92,7 +93,7 @@ def test_truncated_table_gives_no_verdict_through_the_cli(tmp_path, e2_section):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    assert f"{runs / 'E2.csv'}: 3 rows cover 3 of the 16" in result.stderr
+    assert f"{runs / 'E2.csv'}: 3 rows cover 3 of the 32" in result.stderr
     assert f"{runs / 'E1.csv'}: 1 rows cover 1 of the" in result.stderr and "kind=capacity d=16 epsilon=0.5" in result.stderr
     assert not out.exists()
 
@@ -259,9 +260,10 @@ def test_describe_signal_for_an_unusual_signal():
 
 def test_landing_page_states_tier_revision_and_totals():
     documents = [{"claim": "retrieval_capacity", "tier": "smoke", "provenance": {"git_revision": "abc123"},
-                  "checks": [{"verdict": "reproduced"}, {"verdict": "inconclusive"}]},
+                  "checks": [{"id": "law_a", "verdict": "reproduced", "measured": {"slope": 1.0}},
+                             {"id": "law_b", "verdict": "inconclusive", "measured": "x|y", "reason": "not resolved: *a*"}]},
                  {"claim": "rgr_capacity", "tier": "smoke", "provenance": {"git_revision": "abc123"},
-                  "checks": [{"verdict": "not reproduced"}]}]
+                  "checks": [{"id": "c", "verdict": "not reproduced", "measured": 3}]}]
     text = render_landing(documents)
     assert ":Tier: smoke" in text and ":Revision: abc123" in text
     assert ":Verdicts: reproduced: 1, not reproduced: 1, partially: 0, inconclusive: 1" in text
@@ -269,3 +271,4 @@ def test_landing_page_states_tier_revision_and_totals():
 
     html = publish_parts(text, writer="html")["html_body"]
     assert "Verdicts per claim" in html and "system-message" not in html
+    assert "Checks of retrieval_capacity" in html and "law_b" in html and "not resolved: *a*" in html

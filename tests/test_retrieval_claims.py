@@ -420,3 +420,67 @@ def test_a_non_monotone_search_withholds_the_checks_that_read_its_table():
     by_id = {c.id: c for c in rc.checks({"E3": table})}
     assert by_id["softmax_bound_gaussian"].verdict == INCONCLUSIVE
     assert "not monotone" in by_id["softmax_bound_gaussian"].reason
+
+
+# ---- ReLU kernel SNR (issue 23 §2) -------------------------------------------------------------
+E2_DIMS = (8, 16, 32, 64)  # the default grid
+E2_LOG2_N = range(4, 17)
+E2_LOG_NOISE = 0.12  # SD of log median SNR⁻¹ per cell on the default tier (ReLU: 0.09–0.14 across d, seed 0)
+
+
+def e2_table(relu_per_pair, n_power=1.0, noise=E2_LOG_NOISE, relu_below_exp=False, seed=0, dims=E2_DIMS):
+    """E2 rows: linear (N−1)/d, exp (γ = 1) (N−1)·e^{2−2√d}, and ReLU medians (N−1)^n_power·relu_per_pair(d),
+    each with log-normal noise of SD `noise`."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for d in dims:
+        for log2_n in E2_LOG2_N:
+            n = 2**log2_n
+            exp_value = (n - 1) * np.exp(2 - 2 * np.sqrt(d))
+            relu = (n - 1) ** n_power * relu_per_pair(d)
+            if relu_below_exp:
+                relu = exp_value / 10
+            for kernel, scale, value in (("linear", np.nan, (n - 1) / d), ("exp", 1.0, exp_value), ("relu", np.nan, relu)):
+                median = value * np.exp(noise * rng.standard_normal())
+                rows.append({"kernel": kernel, "scale": scale, "d": d, "n": n, "median_snr_inv": median,
+                             "median_lo": median * 0.8, "median_hi": median * 1.25, "mean_snr_inv": median * 1.5})
+    return pd.DataFrame(rows)
+
+
+FLOOR = lambda d: 1.2 * (1 / np.pi**2 + (1 - 1 / np.pi) / d)  # noqa: E731  (the default tier's measured amplitude)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_relu_snr_law_from_the_claimed_law_reproduces(seed):
+    check = rc.relu_snr_linear_in_n(e2_table(lambda d: 2.3 / d, seed=seed))
+    assert check.verdict == REPRODUCED, check.measured["outcomes"]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_relu_snr_floor_reads_partially(seed):
+    check = rc.relu_snr_linear_in_n(e2_table(FLOOR, seed=seed))
+    assert check.verdict == PARTIALLY
+    assert check.measured["outcomes"]["per-pair law in d"] == "rival"
+    assert all(v == "claimed" for k, v in check.measured["outcomes"].items() if k.startswith("N-exponent"))
+
+
+def test_relu_snr_coherent_growth_is_refused():
+    check = rc.relu_snr_linear_in_n(e2_table(lambda d: 2.3 / d / 2**16, n_power=2.0))
+    assert check.verdict in (PARTIALLY, NOT_REPRODUCED)
+    assert all(v == "rival" for k, v in check.measured["outcomes"].items() if k.startswith("N-exponent"))
+
+
+def test_relu_snr_below_exp_is_refused():
+    check = rc.relu_snr_linear_in_n(e2_table(lambda d: 2.3 / d, relu_below_exp=True))
+    assert check.verdict in (PARTIALLY, NOT_REPRODUCED)
+    assert check.measured["outcomes"]["above exp (gamma=1) at d=64"] == "rival"
+
+
+def test_relu_snr_missing_rows_and_narrow_grids_are_inconclusive():
+    table = e2_table(FLOOR)
+    assert rc.relu_snr_linear_in_n(table[table["kernel"] != "relu"]).verdict == INCONCLUSIVE
+    assert rc.relu_snr_linear_in_n(None).verdict == INCONCLUSIVE
+    # one d: the d-law has nothing to compare, so it cannot be decided
+    narrow = rc.relu_snr_linear_in_n(e2_table(FLOOR, dims=(16,)))
+    assert narrow.verdict == INCONCLUSIVE and "not resolved" in narrow.reason
+    assert "relu_snr_linear_in_N" in [c.id for c in rc.checks({"E2": table})]

@@ -7,7 +7,8 @@ from hypothesis import given, settings, strategies as st
 from scipy import integrate, special, stats
 
 from attncap import theory
-from attncap.experiments.retrieval_capacity import first_failure, largest_n, linear_error2, snr_inverse_samples, softmax_error2_explicit
+from attncap.experiments.retrieval_capacity import (first_failure, largest_n, linear_error2, median_interval,
+                                                    snr_inverse_samples, softmax_error2_explicit)
 from attncap.tasks.retrieval_capacity import DotStream, sample_unit_dots, unit_vectors
 
 
@@ -119,3 +120,95 @@ def test_first_failure_finds_the_flip_and_evaluates_each_point_once(threshold, l
 
     expected = threshold if threshold <= limit else None
     assert first_failure(still_failing, 3, limit) == expected
+
+
+# ---------------------------------------------------------------- ReLU feature map (issue 23 §2) ---
+def test_rectified_gaussian_moments_match_integration():
+    density = stats.norm.pdf
+    mean, _ = integrate.quad(lambda x: x * density(x), 0, np.inf, epsabs=0, epsrel=1e-12)
+    second, _ = integrate.quad(lambda x: x * x * density(x), 0, np.inf, epsabs=0, epsrel=1e-12)
+    assert theory.RELU_MEAN == pytest.approx(mean, rel=1e-10)
+    assert theory.RELU_SECOND == pytest.approx(second, rel=1e-10)
+    assert theory.RELU_VARIANCE == pytest.approx(second - mean**2, rel=1e-10)
+
+
+@pytest.mark.parametrize("rho", [-0.95, -0.4, 0.0, 0.3, 0.8, 0.99])
+def test_arccos_kernel_matches_double_integral(rho):
+    # E[max(x,0)·max(y,0)] = ∫∫_{x,y>0} x·y·φ₂(x, y; ρ): y = ρx + √(1−ρ²)z, integrate z over y > 0 in closed
+    # form per x (E[max(a + b z, 0)] = a·Φ(a/b) + b·φ(a/b)), then x numerically
+    b = math.sqrt(1 - rho * rho)
+    inner = lambda x: x * stats.norm.pdf(x) * (rho * x * stats.norm.cdf(rho * x / b) + b * stats.norm.pdf(rho * x / b))  # noqa: E731
+    value, _ = integrate.quad(inner, 0, np.inf, epsabs=0, epsrel=1e-11)
+    assert float(theory.relu_arccos_kernel(rho)) == pytest.approx(value, rel=1e-8)
+
+
+def test_arccos_kernel_ends_and_brute_force():
+    assert float(theory.relu_arccos_kernel(1.0)) == pytest.approx(theory.RELU_SECOND, abs=1e-15)
+    assert float(theory.relu_arccos_kernel(0.0)) == pytest.approx(theory.RELU_MEAN**2, abs=1e-15)
+    assert float(theory.relu_arccos_kernel(-1.0)) == pytest.approx(0.0, abs=1e-15)
+    rng = np.random.default_rng(11)
+    x, z = rng.standard_normal((2, 400_000))
+    y = 0.6 * x + 0.8 * z
+    prod = np.maximum(x, 0) * np.maximum(y, 0)
+    assert abs(prod.mean() - float(theory.relu_arccos_kernel(0.6))) < 5 * prod.std() / math.sqrt(len(prod))
+
+
+@pytest.mark.parametrize("centred", [False, True])
+def test_relu_crosstalk_second_moment_matches_brute_force(centred):
+    rng = np.random.default_rng(12)
+    d = 12
+    shift = theory.RELU_MEAN if centred else 0.0
+    a = np.maximum(rng.standard_normal(d), 0.0) - shift  # φ(k_i), fixed
+    kappa = (np.maximum(rng.standard_normal((300_000, d)), 0.0) - shift) @ a  # κ_j over fresh k_j
+    sq = kappa**2
+    expected = (a @ a) * theory.RELU_VARIANCE if centred else theory.relu_crosstalk_second_moment(a.sum(), a @ a)
+    assert abs(sq.mean() - expected) < 5 * sq.std() / math.sqrt(len(sq))
+
+
+def test_relu_typical_snr_is_the_plug_in_ratio_and_floors_at_one_over_pi_squared():
+    for d in (8, 64, 4096):
+        s1, s2 = d * theory.RELU_MEAN, d * theory.RELU_SECOND
+        plug_in = theory.relu_crosstalk_second_moment(s1, s2) / s2**2
+        assert float(theory.snr_inv_relu(2, d)["typical"]) == pytest.approx(plug_in, rel=1e-12)
+        assert float(theory.snr_inv_relu(2, d, centred=True)["typical"]) == pytest.approx(1 / d, rel=1e-12)
+    assert float(theory.snr_inv_relu(2, 10**9)["typical"]) == pytest.approx(1 / math.pi**2, rel=1e-8)
+    assert np.isinf(theory.snr_inv_relu(100, 64)["mean"])  # c = 0 with probability 2^−d: no finite mean
+
+
+def test_relu_crosstalk_power_given_the_query_matches_explicit_memories():
+    # E[||r||² | k_i] = (N−1)·d·E[κ_j²|k_i] with explicit keys and values (the E2 definition, uncentred)
+    rng = np.random.default_rng(13)
+    d, n, memories = 10, 40, 6000
+    k_i = rng.standard_normal(d)
+    a = np.maximum(k_i, 0.0)
+    keys, values = rng.standard_normal((memories, n - 1, d)), rng.standard_normal((memories, n - 1, d))
+    r = np.einsum("mj,mjd->md", np.maximum(keys, 0.0) @ a, values)
+    power = (r**2).sum(-1)
+    expected = (n - 1) * d * theory.relu_crosstalk_second_moment(a.sum(), a @ a)
+    assert abs(power.mean() - expected) < 5 * power.std() / math.sqrt(memories)
+
+
+def test_relu_snr_samples_follow_the_definition_query_by_query():
+    rng = np.random.default_rng(14)
+    n, d = 24, 6
+    samples = snr_inverse_samples(np.random.default_rng(5), n, d, n, [1.0])
+    keys, values = np.random.default_rng(5).standard_normal((2, n, d))  # the same draws, in the same order
+    for name, shift in (("relu", 0.0), ("relu_centred", theory.RELU_MEAN)):
+        phi = np.maximum(keys, 0.0) - shift
+        for i in range(n):
+            c = phi[i] @ phi[i]
+            r = sum((phi[j] @ phi[i]) * values[j] for j in range(n) if j != i)
+            expected = (r @ r) / (c * c * (values[i] @ values[i])) if c > 0 else np.inf
+            assert samples[name][i] == pytest.approx(expected, rel=1e-9)
+    # a key with no positive coordinate has no ReLU signal: SNR⁻¹ = +inf (d = 2: probability 1/4)
+    zero = snr_inverse_samples(rng, 16, 2, 256, [1.0])["relu"]
+    assert np.isinf(zero).sum() > 0 and np.isfinite(zero).sum() > 0
+
+
+def test_median_interval_is_deterministic_and_brackets_the_median():
+    rng = np.random.default_rng(15)
+    values, units = rng.lognormal(size=512), np.repeat(np.arange(8), 64)
+    lo, hi = median_interval(values, units, seed=3)
+    assert (lo, hi) == median_interval(values, units, seed=3)
+    assert lo <= np.median(values) <= hi
+    assert all(np.isnan(median_interval(values, np.zeros(512, int), seed=3)))

@@ -102,3 +102,48 @@ def snr_inv_exp(n, d, scale: float = 1.0):
 def exp_kernel_min_dim(n) -> np.ndarray:
     """Smallest integer d with typical SNR⁻¹ (N−1)·exp(2 − 2√d) ≤ 1: d ≥ (1 + ln(N−1)/2)² = O(log² N)."""
     return np.ceil((1.0 + np.log(np.asarray(n, dtype=float) - 1.0) / 2.0) ** 2 - 1e-9).astype(int)
+
+
+# ---------------------------------------------------------------- ReLU feature map -------------
+# φ(x) = max(x, 0) applied to every coordinate of keys and query, κ(q, k) = φ(q)·φ(k). Its features have
+# a non-zero mean, which is what separates it from the linear kernel (see snr_inv_relu).
+RELU_MEAN = 1.0 / np.sqrt(2.0 * np.pi)
+"""E[max(x, 0)] for x ~ N(0, 1)."""
+RELU_SECOND = 0.5
+"""E[max(x, 0)²] for x ~ N(0, 1)."""
+RELU_VARIANCE = RELU_SECOND - RELU_MEAN**2
+"""Var[max(x, 0)] = 1/2 − 1/(2π)."""
+
+
+def relu_arccos_kernel(rho):
+    """E[max(x, 0)·max(y, 0)] for standard normals x, y with correlation ρ: the arc-cosine kernel of order 1
+    (Cho & Saul 2009) at unit norms, (sin θ + (π − θ)·cos θ)/(2π) with θ = arccos ρ. ρ = 1 gives 1/2 (the
+    second moment), ρ = 0 gives 1/(2π) (the squared mean)."""
+    theta = np.arccos(np.clip(np.asarray(rho, dtype=float), -1.0, 1.0))
+    return (np.sin(theta) + (np.pi - theta) * np.cos(theta)) / (2.0 * np.pi)
+
+
+def relu_crosstalk_second_moment(s1, s2):
+    """E[κ_j² | k_i] for κ_j = φ(k_i)·φ(k_j) with k_j ~ N(0, I) independent of k_i, where s1 = Σ_m φ(k_i)_m
+    and s2 = Σ_m φ(k_i)_m² (= c, the signal): s2·E[φ²] + (s1² − s2)·E[φ]² = s2/2 + (s1² − s2)/(2π)."""
+    s1, s2 = np.asarray(s1, dtype=float), np.asarray(s2, dtype=float)
+    return s2 * RELU_SECOND + (s1 * s1 - s2) * RELU_MEAN**2
+
+
+def snr_inv_relu(n, d, centred: bool = False):
+    """SNR⁻¹ of the ReLU feature map with Gaussian keys and values (the E2 definition: q = k_i, c = φ(k_i)·φ(k_i),
+    r = Σ_{j≠i} κ_j v_j, SNR⁻¹ = ||r||²/(c²||v_i||²); nothing is centred).
+
+    typical (the key at its law of large numbers, s1 = d/√(2π), s2 = d/2, ||v||² = d, as snr_inv_exp's
+    typical key): (N−1)·E[κ_j²|k_i]/c² = (N−1)·(1/π² + (1 − 1/π)/d). The 1/π² floor is the features'
+    mean: every crosstalk term carries E[κ_j] = s1/√(2π) ≈ d/(2π), a constant share of c ≈ d/2 at any d,
+    so the noise per stored pair does not fall below 1/π² as d grows (the linear kernel's falls as 1/d).
+    centred (φ − E φ): E[κ_j²|k_i] = c·Var φ and c ≈ d·Var φ, so typical = (N−1)/d, as the linear kernel.
+    mean: infinite for the uncentred map at every d (c = 0 with probability 2^{−d}, and E[1/c²] diverges
+    where ≤ 4 coordinates of k_i are positive); no closed form is known for the centred map's mean (NaN).
+    """
+    n = np.asarray(n, dtype=float)
+    if centred:
+        return {"mean": np.full_like(n, np.nan), "typical": (n - 1.0) / d}
+    typical = (n - 1.0) * (1.0 / np.pi**2 + (1.0 - 1.0 / np.pi) / d)
+    return {"mean": np.full_like(n, np.inf), "typical": typical}

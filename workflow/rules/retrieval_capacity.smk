@@ -1,7 +1,7 @@
 # Claim 1: linear vs softmax attention as associative memory (E1-E4 Monte Carlo, E5 trained MQAR).
 RC = "retrieval_capacity"
-RC_FIGURES = ["linear_error", "softmax_capacity", "snr", "log2_law", "mqar_accuracy", "mqar_training"]
-RC_TABLES = ["blog_table", "softmax_capacity", "log2_law", "mqar_accuracy"]
+RC_FIGURES = ["linear_error", "softmax_capacity", "snr", "snr_kernels", "log2_law", "mqar_accuracy", "mqar_training"]
+RC_TABLES = ["blog_table", "softmax_capacity", "snr_kernels", "log2_law", "mqar_accuracy"]
 RC_PARTS = table_parts(RC)  # E1-E4: one Monte Carlo job each; E5: one training job per width
 register_claim(RC, RC_FIGURES, RC_TABLES)
 

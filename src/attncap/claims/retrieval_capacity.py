@@ -20,7 +20,7 @@ from attncap.claims import (DIVERGED, INCONCLUSIVE, MISSING, NOT_REPRODUCED, PAR
                             CLAIM, SANITY, STILL_MOVING, Certificate, Check, certify, every_cell_verdict, gate, listing,
                             missing_check)
 from attncap.claims.laws import (CLAIMED, NOT_RESOLVED, RIVAL, LawComparison, compare_groups, compare_laws,
-                                 not_resolved_reason, tally, with_intercept)
+                                 exponent_interval, not_resolved_reason, tally, with_intercept)
 from attncap.precision import DECISION_RULE
 
 TITLE = "Linear vs softmax attention as associative memory"
@@ -87,6 +87,7 @@ def _checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
         exponential_vs_linear(tables.get("E3"), tables.get("E1")),
         temperature_optimum(tables.get("E3")),
         log_squared_law(tables.get("E4")),
+        relu_snr_linear_in_n(tables.get("E2")),
         blog_capacity_table(tables.get("E3")),
         *trained_recall(tables.get("E5")),
     ]
@@ -353,6 +354,75 @@ def log_squared_law(e4: pd.DataFrame | None) -> Check:
     check = Check("log_squared_law", statement, ZHONG, measured, expected, tolerance, verdict, rival=rival)
     if verdict == INCONCLUSIVE:
         check.reason = not_resolved_reason("(ln N)² against ln N", _describe(law))
+    return check
+
+
+# ReLU feature map (issue 23 §2): per-pair noise SNR⁻¹/(N−1) as a function of d under the two laws
+RELU_PER_D = "SNR⁻¹/(N−1) = A/d (the linear kernel's N/d_k)"
+RELU_FLOOR = "SNR⁻¹/(N−1) = A·(1/π² + (1 − 1/π)/d) (the feature mean's floor, theory.snr_inv_relu)"
+COHERENT_EXPONENT = 2.0  # crosstalk adding in phase (a shared mean direction in value space) would give N²
+
+
+def relu_snr_fits(e2: pd.DataFrame) -> dict:
+    """The decisions of `relu_snr_linear_in_n` on E2's ReLU rows: per d the log-log exponent of the median
+    SNR⁻¹ in N−1 (an `Exponent`), and the d-law comparison of the per-pair median (a `LawComparison`)."""
+    relu = e2[(e2["kernel"] == "relu") & (e2["n"] > 1)]
+    relu = relu[np.isfinite(relu["median_snr_inv"].astype(float))]
+    exponents = {int(d): exponent_interval(g["n"] - 1, g["median_snr_inv"]) for d, g in relu.groupby("d")}
+    d = relu["d"].to_numpy(dtype=float)
+    per_pair = (relu["median_snr_inv"] / (relu["n"] - 1)).to_numpy(dtype=float)
+    floor = theory.snr_inv_relu(2, d)["typical"]  # the floor law's shape in d (its value at N − 1 = 1)
+    law = compare_laws(per_pair, 1.0 / d, floor, claimed=RELU_PER_D, rival=RELU_FLOOR)
+    return {"exponents": exponents, "d_law": law}
+
+
+def relu_snr_linear_in_n(e2: pd.DataFrame | None) -> Check:
+    statement = ("ReLU feature map φ(x) = max(x, 0): retrieval SNR⁻¹ grows linearly in N like the linear kernel's "
+                 "(N/d_k), unlike the exponential kernel's")
+    expected = (f"(1) per d: the log-log exponent of the median SNR⁻¹ in N−1 has an interval holding 1 and not "
+                f"{COHERENT_EXPONENT:g}; (2) per-pair noise law in d: {RELU_PER_D} beats the floor law; (3) at the "
+                "largest d the ReLU kernel's median SNR⁻¹ lies above the exponential kernel's (γ = 1), paired over N")
+    rival = (f"(1) crosstalk adding coherently through the features' non-zero mean, SNR⁻¹ ∝ N^{COHERENT_EXPONENT:g}; "
+             f"(2) {RELU_FLOOR}: noise per stored pair that does not fall like 1/d; (3) ReLU at or below the "
+             "exponential kernel")
+    tolerance = ("(1) 95% Student-t interval of the least-squares slope over the N grid (cells are independent "
+                 f"Monte Carlo draws); (2) both one-amplitude laws fitted to every (d, N) cell: {LAW_RULE}; (3) paired "
+                 "95% interval of the difference of log medians over N excludes 0; all claimed → reproduced, a "
+                 "rival → partially reproduced (not reproduced if none is claimed), any not resolved → inconclusive")
+    if e2 is None or "kernel" not in e2 or not (e2["kernel"] == "relu").any():
+        return _missing("relu_snr_linear_in_N", statement, ZHONG, expected, tolerance, rival)
+    fits = relu_snr_fits(e2)
+    outcomes = {f"N-exponent d={d}": e.decide(1.0, COHERENT_EXPONENT) for d, e in fits["exponents"].items()}
+    outcomes["per-pair law in d"] = fits["d_law"].preferred
+    measured = {"n_exponent": {f"d={d}": e.measured() for d, e in fits["exponents"].items()},
+                "d_law": _law_measured(fits["d_law"])}
+    d_max = int(e2["d"].max())
+    scales = sorted(e2.loc[e2["kernel"] == "exp", "scale"].dropna().unique())
+    if scales:
+        scale = 1.0 if 1.0 in scales else float(scales[0])
+        top = e2[e2["d"] == d_max]
+        relu = top[top["kernel"] == "relu"].set_index("n")["median_snr_inv"]
+        exp = top[(top["kernel"] == "exp") & np.isclose(top["scale"], scale)].set_index("n")["median_snr_inv"]
+        common = relu.index.intersection(exp.index)
+        diff = compare_groups(np.log(relu[common].astype(float)), np.log(exp[common].astype(float)), paired=True)
+        outcomes[f"above exp (gamma={scale:g}) at d={d_max}"] = {"a": CLAIMED, "b": RIVAL}.get(diff.preferred, NOT_RESOLVED)
+        measured["log_relu_minus_log_exp"] = diff.measured() | {"d": d_max, "scale": scale}
+    per_pair = e2[e2["n"] == e2["n"].max()].copy()
+    per_pair["label"] = np.where(per_pair["kernel"] == "exp", "exp_" + per_pair["scale"].astype(str), per_pair["kernel"])
+    cols = [c for c in ("median_snr_inv", "median_lo", "median_hi") if c in per_pair]
+    measured["per_pair_median_at_largest_n"] = {
+        f"{row.label} d={int(row.d)}": [float(getattr(row, c)) / (row.n - 1) for c in cols] for row in per_pair.itertuples()}
+    measured["outcomes"] = outcomes
+    verdict = tally(outcomes)
+    check = Check("relu_snr_linear_in_N", statement, ZHONG, measured, expected, tolerance, verdict, rival=rival)
+    if verdict == INCONCLUSIVE:
+        detail = "; ".join(unresolved(outcomes)) or "no cells"
+        if fits["d_law"].preferred == NOT_RESOLVED:
+            detail += f" ({_describe(fits['d_law'])})"
+        check.reason = not_resolved_reason("ReLU SNR⁻¹ laws", detail)
+    elif verdict != REPRODUCED:
+        lost = [k for k, v in outcomes.items() if v == RIVAL]
+        check.reason = "the rival won: " + "; ".join(lost)
     return check
 
 

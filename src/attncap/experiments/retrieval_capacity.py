@@ -51,7 +51,8 @@ def expected_cells(section: dict) -> dict[str, list[dict]]:
         e2 = section["E2"]
         out["E2"] = [{"kernel": kernel, **({"scale": s} if kernel == "exp" else {}), "d": d, "n": 2**l}
                      for d in e2["dims"] for l in e2["log2_n"]
-                     for kernel, s in [("linear", None)] + [("exp", s) for s in e2["scales"]]]
+                     for kernel, s in [("linear", None), ("relu", None), ("relu_centred", None)]
+                     + [("exp", s) for s in e2["scales"]]]
     if "E3" in section:
         e3 = section["E3"]
         out["E3"] = ([{"kind": "capacity", "d": d, "beta_name": b, "epsilon": eps}
@@ -197,11 +198,27 @@ def largest_n(ok, n_max: int) -> int:
 
 
 # ------------------------------------------------------------------------------- E2 ----------
+SNR_QUERIES_PER_MEMORY = 64  # queries answered by one stored memory (amortizes drawing its N keys and values)
+
+
+def snr_memory_ids(n: int, queries: int) -> np.ndarray:
+    """Which memory each of `snr_inverse_samples`'s queries came from (queries of one memory share its
+    crosstalk keys and values, so the memory is the independent unit of an interval)."""
+    memories = max(1, math.ceil(queries / min(n, SNR_QUERIES_PER_MEMORY)))
+    return np.repeat(np.arange(memories), min(math.ceil(queries / memories), n))
+
+
 def snr_inverse_samples(rng, n: int, d: int, queries: int, scales: list[float]) -> dict[str, np.ndarray]:
-    """Per-query ||r||²/(c²||v_i||²) with explicit Gaussian keys and values, linear and exp kernels."""
-    memories = max(1, math.ceil(queries / min(n, 64)))
+    """Per-query ||r||²/(c²||v_i||²) with explicit Gaussian keys and values for the linear kernel q·k, the
+    exponential kernels exp(γ·q·k/√d), and the ReLU feature map φ(x) = max(x, 0) (κ = φ(q)·φ(k); `relu`)
+    and its centred form (φ − E φ, E φ = 1/√(2π); `relu_centred`, a diagnostic: is the feature mean what
+    sets the ReLU's noise?). Every kernel sees the same keys and values (the ReLU ones draw nothing extra).
+
+    A query whose ReLU features are all zero (every coordinate of k_i negative, probability 2^{−d}) has no
+    signal (c = 0) and no crosstalk: its SNR⁻¹ is +inf (nothing can be retrieved)."""
+    memories = max(1, math.ceil(queries / min(n, SNR_QUERIES_PER_MEMORY)))
     per_memory = math.ceil(queries / memories)
-    out = {"linear": []} | {f"exp_{s}": [] for s in scales}
+    out = {"linear": []} | {f"exp_{s}": [] for s in scales} | {"relu": [], "relu_centred": []}
     for _ in range(memories):
         keys, values = rng.standard_normal((n, d)), rng.standard_normal((n, d))
         q = min(per_memory, n)
@@ -211,10 +228,50 @@ def snr_inverse_samples(rng, n: int, d: int, queries: int, scales: list[float]) 
         kernels = {"linear": scores / self_score}
         for s in scales:
             kernels[f"exp_{s}"] = np.exp(s * (scores - self_score) / math.sqrt(d))
+        for name, features in (("relu", np.maximum(keys, 0.0)),
+                               ("relu_centred", np.maximum(keys, 0.0) - theory.RELU_MEAN)):
+            feature_scores = features @ features[:q].T  # column i holds φ(k_j)·φ(k_i)
+            signal = feature_scores[np.arange(q), np.arange(q)]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                kernels[name] = np.where(signal > 0, feature_scores / np.where(signal > 0, signal, 1.0), np.nan)
         for name, weight in kernels.items():  # weight = κ_j / c, so r/c = Σ_j weight_j v_j − v_i
             residual = weight.T @ values - values[:q]
-            out[name].append((residual**2).sum(-1) / v_norm2)
+            ratio = (residual**2).sum(-1) / v_norm2
+            out[name].append(np.where(np.isnan(ratio), np.inf, ratio))  # NaN only where c = 0 (ReLU)
     return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def median_interval(values: np.ndarray, units: np.ndarray, seed, level: float = 0.95,
+                    resamples: int = 400) -> tuple[float, float]:
+    """Percentile interval of the median of `values` by a bootstrap over independent `units` (memories:
+    their queries share crosstalk, so queries are not independent). Deterministic given `seed`; with few
+    units (< 10) it is indicative only. One unit: no interval (NaN, NaN)."""
+    ids = np.unique(units)
+    if len(ids) < 2:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(ids), size=(resamples, len(ids)))
+    sizes = {int((units == u).sum()) for u in ids}
+    if len(sizes) == 1:  # equal memories (snr_memory_ids): one vectorized median per resample
+        table = np.stack([values[units == u] for u in ids])
+        medians = np.median(table[draws].reshape(resamples, -1), axis=1)
+    else:
+        groups = [values[units == u] for u in ids]
+        medians = np.array([np.median(np.concatenate([groups[g] for g in row])) for row in draws])
+    tail = (1.0 - level) / 2.0
+    return float(np.quantile(medians, tail)), float(np.quantile(medians, 1.0 - tail))
+
+
+def _snr_kernel(name: str) -> tuple[str, float]:
+    return ("exp", float(name.split("_")[1])) if name.startswith("exp_") else (name, np.nan)
+
+
+def _snr_closed_forms(kernel: str, n: int, d: int, scale: float) -> dict:
+    if kernel == "linear":
+        return theory.snr_inv_linear(n, d)
+    if kernel == "exp":
+        return theory.snr_inv_exp(n, d, scale)
+    return theory.snr_inv_relu(n, d, centred=kernel == "relu_centred")
 
 
 def snr_explicit(spec: dict, context: RunContext) -> pd.DataFrame:
@@ -225,12 +282,16 @@ def snr_explicit(spec: dict, context: RunContext) -> pd.DataFrame:
             started = time.perf_counter()
             rng = np.random.default_rng([context.seed, 2, d, log2_n])
             samples = snr_inverse_samples(rng, n, d, spec["queries"], spec["scales"])
+            units = snr_memory_ids(n, spec["queries"])
             elapsed = time.perf_counter() - started
-            for name, values in samples.items():
-                kernel, scale = ("linear", np.nan) if name == "linear" else ("exp", float(name.split("_")[1]))
-                closed = theory.snr_inv_linear(n, d) if kernel == "linear" else theory.snr_inv_exp(n, d, scale)
+            for k, (name, values) in enumerate(samples.items()):
+                kernel, scale = _snr_kernel(name)
+                closed = _snr_closed_forms(kernel, n, d, scale)
+                lo, hi = median_interval(values, units, [context.seed, 2, d, log2_n, k])
                 rows.append({"kernel": kernel, "scale": scale, "d": d, "n": n, "queries": len(values),
-                             "mean_snr_inv": values.mean(), "median_snr_inv": np.median(values),
+                             "memories": len(np.unique(units)), "mean_snr_inv": values.mean(),
+                             "median_snr_inv": np.median(values), "median_lo": lo, "median_hi": hi,
+                             "zero_signal": int(np.isinf(values).sum()),
                              "theory_mean": float(closed["mean"]), "theory_typical": float(closed["typical"]),
                              "wall_time_s": elapsed})
     return pd.DataFrame(rows)
