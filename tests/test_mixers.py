@@ -64,3 +64,18 @@ def test_registry_keeps_claim1_entries_and_rotary_set():
     torch.testing.assert_close(MIXERS["softmax"](q, k, v), naive_softmax(q, k, v), atol=TOL, rtol=0)
     with pytest.raises(ValueError, match="unknown mixer"):
         mix("nope", q, k, v)
+
+
+def test_round_kernel_is_rounded_linear_with_straight_through_gradient():
+    from attncap.models.mixers import kernel_scores
+    k = torch.randn(2, 7, 4, dtype=torch.float64, requires_grad=True)
+    rounded = kernel_scores("round", k)
+    linear = kernel_scores("linear", k)
+    assert set(rounded.detach().unique().tolist()) <= {-1.0, 0.0, 1.0}
+    torch.testing.assert_close(rounded.detach(), torch.round(linear.detach()), atol=0, rtol=0)
+    weights = torch.randn(2, 7, 7, dtype=torch.float64)
+    grad_round, = torch.autograd.grad((rounded * weights).sum(), k)
+    grad_linear, = torch.autograd.grad((kernel_scores("linear", k) * weights).sum(), k)
+    torch.testing.assert_close(grad_round, grad_linear, atol=1e-12, rtol=0)
+    # falsification: the rounded forward pass differs from the linear one (else the test proves nothing)
+    assert not torch.allclose(rounded.detach(), linear.detach())

@@ -461,11 +461,11 @@ def test_checks_read_s1_s2_and_s3():
                    ignore_index=True)
     result = claim.checks({"S1": s1, "S2": s2, "S3": control_table()})
     assert [c.id for c in result] == ["control", "sanity", "construction", "main", "boundary", "published_deltaformer",
-                                      "published_transformer", "kernel"]
-    assert [c.verdict for c in result] == [REPRODUCED] * 8
+                                      "published_transformer", "kernel", "protocol"]
+    assert [c.verdict for c in result] == [REPRODUCED] * 8 + [INCONCLUSIVE]  # no S4: the protocol is missing
     assert all(c.rival and c.tolerance and c.expected for c in result)
-    assert [c.kind for c in result] == [SANITY, SANITY] + [CLAIM] * 6
-    assert [c.verdict for c in claim.checks({})] == [INCONCLUSIVE] * 8
+    assert [c.kind for c in result] == [SANITY, SANITY] + [CLAIM] * 7
+    assert [c.verdict for c in claim.checks({})] == [INCONCLUSIVE] * 9
 
 
 def test_certificate_columns_in_rows():
@@ -506,7 +506,9 @@ def test_smoke_config_is_valid():
     (lambda c: c["S1"].update(test_multipliers=[1, 2, 3]), "swap_state_tracking.S1.test_multipliers"),
     (lambda c: c["S1"].update(boundary_n=[99]), "swap_state_tracking.S1.boundary_n"),
     (lambda c: c["S1"].update(models=["softmax", "lstm"]), "swap_state_tracking.S1.models"),
-    (lambda c: c["S2"].update(models=["deltaformer_round"]), "swap_state_tracking.S2.models"),
+    (lambda c: c["S2"].update(models=["deltaformer_floor"]), "swap_state_tracking.S2.models"),
+    (lambda c: c["S4"].update(depths={"softmax": [0]}), "swap_state_tracking.S4.depths"),
+    (lambda c: c["S4"].update(positional="alibi"), "swap_state_tracking.S4.positional"),
     (lambda c: c["S1"].update(tokens_per_swap=3), "swap_state_tracking.S1.tokens_per_swap"),
     (lambda c: c["S3"].update(curriculum_start=99), "swap_state_tracking.S3.curriculum_start"),
     (lambda c: c["S1"].update(n_objects=[1]), "swap_state_tracking.S1.n_objects"),
@@ -520,3 +522,112 @@ def test_bad_configs_are_rejected_naming_the_key(edit, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         validate_config(config)
 
+
+
+# ---- issue 22: the word-problem recipe, the paper's protocol (S4) and the Transformer frontier -------------
+
+def test_mixed_lengths_cut_each_sequence_at_its_own_length():
+    """Every batch mixes lengths 1..L: targets after a sequence's own length are IGNORE, those before are kept,
+    and a causal model's outputs on the kept prefix are those of the shorter sequence (nothing to fix)."""
+    g = torch.Generator().manual_seed(0)
+    batch = sample(3, 8, 256, g, final_query=False)
+    cut = experiment.mixed_lengths(batch, torch.Generator().manual_seed(1))
+    kept = (cut.targets != IGNORE).sum(1)
+    assert kept.min() >= 1 and kept.max() == 8 and len(set(kept.tolist())) == 8  # every length 1..8 drawn
+    for row in range(256):  # kept targets are a prefix and equal the originals
+        k = int(kept[row])
+        assert torch.equal(cut.targets[row, :k], batch.targets[row, :k])
+        assert (cut.targets[row, k:] == IGNORE).all()
+    assert torch.equal(cut.tokens, batch.tokens)
+
+
+def test_depth_axis_parts_and_cells():
+    spec = dict(SMALL, models=["softmax", "deltaformer_linear"], depths={"softmax": [1, 2], "deltaformer_linear": [1]})
+    assert experiment.parts("S4", spec) == ["n3-softmax-L1", "n3-softmax-L2", "n3-deltaformer_linear-L1"]
+    assert experiment.parse_part("n3-softmax-L2") == (3, "softmax") and experiment.part_layers("n3-softmax-L2") == 2
+    assert experiment.part_layers("n3-softmax") is None and experiment.parse_part("n5-deltanet_02") == (5, "deltanet_02")
+    cells = experiment.expected_cells({"S4": spec})
+    assert cells["S4_n3-softmax-L2"][0]["layers"] == 2
+    ctx = RunContext.create(claim="swap_state_tracking", experiment="S4", part="n3-softmax-L4", tier="test")
+    with pytest.raises(ValueError, match="not in S4"):
+        experiment.run("S4", spec, ctx)
+
+
+def test_recipe_run_records_depth_frontier_and_stage_budget():
+    """A depth-2 run with mixed lengths, learned positions and a 4-step budget per length: rows carry the depth,
+    the recipe, learned_T (0: nothing learned in 4 steps) and the stage-budget stop."""
+    spec = dict(SMALL, models=["softmax"], depths=[2], mixed_lengths=True, positional="learned", schedule="constant",
+                stage_steps=4, steps=40, curriculum_start=2)
+    ctx = RunContext.create(claim="swap_state_tracking", experiment="S4", part="n3-softmax-L2", tier="test")
+    rows = experiment.run("S4", spec, ctx)
+    assert (rows["layers"] == 2).all() and rows["mixed_lengths"].all() and (rows["positional"] == "learned").all()
+    assert (rows["learned_T"] == 0).all() and rows["stage_budget_stop"].all()
+    assert (rows["steps_run"] < 40).all() and (rows["final_stage_T"] == 2).all()
+    again = experiment.run("S4", spec, ctx)
+    pd.testing.assert_frame_equal(rows[["acc", "final_train_loss", "steps_run"]], again[["acc", "final_train_loss", "steps_run"]])
+
+
+def protocol_table(former=0.99, transformer=(0.4, 0.45, 0.5), learned_n3=(8, 8, 8), learned_n5=(4, 4, 4),
+                   learned_n4=(8, 8, 8), former_reason="solved", former_steps=3000):
+    """Synthetic S4: DeltaFormer L1 and Transformers L1/L2/L4 at n = 3, 4, 5, T_train = 16 (one seed)."""
+    rows = []
+
+    def add(mixer, layers, n, acc, learned, reason, steps=3000):
+        for m in (1, 2, 4):
+            rows.append(dict(mixer=mixer, layers=layers, n_objects=n, seed=0, test_multiplier=m, acc=acc if m == 1 else
+                             1 / n, T_train=16, final_stage_T=16, eval_batches=8, batch=64, steps=steps, steps_run=steps,
+                             learned_T=learned, train_accuracy=acc, final_train_loss=0.1, stop_reason=reason))
+    for n in (3, 4, 5):
+        add("deltaformer_linear", 1, n, former, 16 if former >= 0.95 else 8, former_reason if n == 5 else "solved",
+            former_steps)
+    for i, depth in enumerate((1, 2, 4)):
+        add("softmax", depth, 3, 0.6, learned_n3[i], "max_steps")
+        add("softmax", depth, 4, 0.5, learned_n4[i], "max_steps")
+        add("softmax", depth, 5, transformer[i], learned_n5[i], "max_steps" if transformer[i] < 0.95 else "solved")
+    return pd.DataFrame(rows)
+
+
+def test_protocol_falsification():
+    """Law: DeltaFormer L1 ≥ 0.95 and no Transformer depth ≥ 0.95 at n = 5, T = 16. Rivals: a deeper Transformer
+    tracks them (→ partially), DeltaFormer settled below and every depth tracks (→ not reproduced)."""
+    assert claim.protocol(protocol_table()).verdict == REPRODUCED
+    assert claim.protocol(protocol_table(transformer=(0.4, 0.5, 0.99))).verdict == PARTIALLY
+    both = claim.protocol(protocol_table(former=0.4, former_reason="plateau", transformer=(0.99, 0.99, 0.99)))
+    assert both.verdict == NOT_REPRODUCED
+    # a DeltaFormer still improving at the step limit cannot refute its side
+    moving = claim.protocol(protocol_table(former=0.4, former_reason="max_steps"))
+    assert moving.verdict == INCONCLUSIVE
+
+
+def test_protocol_needs_the_transformers_positive_control():
+    """A Transformer depth that learned no length even at n = 3 cannot support 'more layers did not help'."""
+    result = claim.protocol(protocol_table(learned_n3=(0, 8, 8)))
+    assert result.verdict == INCONCLUSIVE and "no positive control" in result.reason
+    assert claim.protocol(None).verdict == INCONCLUSIVE
+
+
+def test_frontier_falsification_and_boundary_fallback():
+    """Law: per depth, n = 5's frontier is shorter than T* = min over n ≤ 4. Rival: n = 5 learned at T*."""
+    claimed = claim.frontier(protocol_table(learned_n3=(8, 16, 16), learned_n4=(8, 8, 16), learned_n5=(4, 4, 8)))
+    assert claimed.verdict == REPRODUCED and claimed.measured["L4"]["T*"] == 16
+    rival = claim.frontier(protocol_table(learned_n3=(4, 4, 4), learned_n4=(4, 4, 4), learned_n5=(4, 4, 4)))
+    assert rival.verdict == NOT_REPRODUCED
+    mixed = claim.frontier(protocol_table(learned_n5=(4, 8, 4)))
+    assert mixed.verdict == PARTIALLY
+    # no length learned at n ≤ 4 (the positive control failed): withheld, never 'not reproduced'
+    blind = claim.frontier(protocol_table(learned_n3=(0, 0, 0), learned_n5=(0, 0, 0)))
+    assert blind.verdict == INCONCLUSIVE
+    # boundary: S1's Transformer withheld (never learned T_train) → decided on the frontier
+    s1 = table({**cells("softmax", lambda n: chance(n), lambda n: chance(n), at_1t=lambda n: chance(n))},
+               stop_reason="max_steps")
+    assert claim.boundary(s1).verdict == INCONCLUSIVE
+    via = claim.boundary(s1, protocol_table(learned_n3=(8, 16, 16), learned_n4=(8, 8, 16), learned_n5=(4, 4, 8)))
+    assert via.id == "boundary" and via.verdict == REPRODUCED and "S1 reason" in via.measured
+
+
+def test_rounded_kernel_in_the_kernel_table():
+    s1, s2 = kernel_tables(exp_acc=0.21, seeds=3)
+    extra = s2[s2["mixer"] == "deltaformer_exp"].assign(mixer="deltaformer_round", acc=0.97)
+    result = claim.kernel(s1, pd.concat([s2, extra], ignore_index=True))
+    assert result.measured["round"] == pytest.approx(0.97)
+    assert claim.kernel(s1, s2).measured["round"] is None

@@ -10,6 +10,17 @@ learned the current length (accuracy over the last quarter of the swaps ≥ `pro
 T_train it stops (its parameters are held fixed) once `stop_checks` consecutive checks reach
 `stop_accuracy`, or at `steps`. Why each run stopped is its `stop_reason` (`stop_reason`).
 Models with the same seed start from the same initial weights and draw from the same data stream.
+
+Options for the state-tracking recipe of the word-problem literature (issue 22): `mixed_lengths` makes
+every batch mix all lengths ≤ the current training length (each sequence is scored on a prefix of
+uniformly random length 1..L: for a causal model that is a sequence of that length), `positional` picks
+rotary (default), learned absolute positions (in-distribution only: positions beyond T_train are never
+trained) or none, `schedule` the learning-rate decay after warm-up (cosine or constant), `stage_steps` a
+budget per curriculum length (a model that has not learned its current length within it stops there;
+`learned_T` records the longest length a held-out check passed at `promote_accuracy`), and `depths`
+a per-part depth axis (a list for every model, or {mixer: [depths]}; part names gain "-L<depth>").
+S4 is the paper's own protocol (T_train = 16, a 1-layer DeltaFormer beside 1/2/4-layer Transformers) and
+S5 the Transformer's in-distribution frontier (the curriculum's last length learned, per depth and n).
 """
 from __future__ import annotations
 
@@ -33,6 +44,7 @@ MODEL_LABELS = {
     "deltaformer_exp": "DeltaFormer (κ1=exp)",
     "deltaformer_linear": "DeltaFormer (κ1=linear)",
     "deltaformer_zero": "DeltaFormer (κ1=zero)",
+    "deltaformer_round": "DeltaFormer (κ1=round)",
     "deltaformer_exp_01": "DeltaFormer (κ1=exp) β∈(0,1)",
     "deltaformer_linear_01": "DeltaFormer (κ1=linear) β∈(0,1)",
     "deltanet_01": "DeltaNet β∈(0,1)",
@@ -44,7 +56,10 @@ TRAIN_KEYS = ("T_train", "tokens_per_swap", "d_model", "layers", "heads", "mlp_r
               "weight_decay", "warmup_steps", "final_lr_fraction", "clip", "eval_batches", "curriculum_start",
               "check_every", "promote_accuracy", "stop_accuracy", "stop_checks")
 DEFAULTS = {"tokens_per_swap": 1, "adam_betas": [0.9, 0.999], "curriculum_start": None, "check_every": 50,
-            "check_batches": 2, "promote_accuracy": 0.95, "stop_accuracy": 0.99, "stop_checks": 10}
+            "check_batches": 2, "promote_accuracy": 0.95, "stop_accuracy": 0.99, "stop_checks": 10,
+            "mixed_lengths": False, "positional": "rotary", "schedule": "cosine", "stage_steps": None}
+RECIPE_KEYS = ("mixed_lengths", "positional", "schedule", "stage_steps")
+EXPERIMENTS = ("S1", "S2", "S3", "S4", "S5")
 
 
 def with_defaults(spec: dict) -> dict:
@@ -52,25 +67,48 @@ def with_defaults(spec: dict) -> dict:
     return {**DEFAULTS, **spec}
 
 
+def depths_of(spec: dict, mixer: str) -> list[int] | None:
+    """The depth axis of `mixer` (None: no axis, every model has `layers` layers)."""
+    depths = spec.get("depths")
+    if depths is None:
+        return None
+    return list(depths[mixer]) if isinstance(depths, dict) else list(depths)
+
+
 def parts(experiment: str, spec: dict) -> list[str]:
-    """Job names of an experiment: one per (number of objects, mixer)."""
-    return [f"n{n}-{mixer}" for n in spec["n_objects"] for mixer in spec["models"]]
+    """Job names of an experiment: one per (number of objects, mixer[, depth])."""
+    out = []
+    for n in spec["n_objects"]:
+        for mixer in spec["models"]:
+            depths = depths_of(spec, mixer)
+            out += [f"n{n}-{mixer}"] if depths is None else [f"n{n}-{mixer}-L{d}" for d in depths]
+    return out
 
 
 def parse_part(part: str) -> tuple[int, str | None]:
-    """'n5-softmax' → (5, 'softmax'); 'n5' → (5, None) (every mixer of that n in one job)."""
+    """'n5-softmax' → (5, 'softmax'); 'n5-softmax-L4' → (5, 'softmax'); 'n5' → (5, None) (every mixer of
+    that n in one job). The depth is `part_layers`."""
     head, _, mixer = part.partition("-")
+    mixer = mixer.partition("-L")[0]
     return int(head.removeprefix("n")), (mixer or None)
 
 
-def model_grid(experiment: str, spec: dict, n: int, mixer: str | None = None) -> list[dict]:
+def part_layers(part: str) -> int | None:
+    """'n5-softmax-L4' → 4; None when the part has no depth."""
+    _, sep, depth = part.partition("-L")
+    return int(depth) if sep else None
+
+
+def model_grid(experiment: str, spec: dict, n: int, mixer: str | None = None, layers: int | None = None) -> list[dict]:
     """[{mixer, seed}] trained at n objects (one mixer, or all), ordered by mixer (the LM runs equal
-    mixers together). `boundary_n` cells get `boundary_seeds`."""
-    if experiment not in ("S1", "S2", "S3"):
-        raise ValueError(f"unknown experiment {experiment!r} for swap_state_tracking; known: S1, S2, S3")
+    mixers together). `boundary_n` cells get `boundary_seeds`. With a depth (`layers`, from the part) the
+    entries carry it, so the run tables' `layers` column tells the depths apart."""
+    if experiment not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {experiment!r} for swap_state_tracking; known: {', '.join(EXPERIMENTS)}")
     mixers = [mixer] if mixer is not None else list(spec["models"])
     seeds = spec["boundary_seeds"] if n in spec.get("boundary_n", []) else spec["seeds"]
-    return [{"mixer": m, "seed": int(s)} for m in mixers for s in seeds]
+    depth = {} if layers is None else {"layers": int(layers)}
+    return [{"mixer": m, "seed": int(s), **depth} for m in mixers for s in seeds]
 
 
 def curriculum(spec: dict) -> list[int]:
@@ -102,8 +140,9 @@ def expected_cells(section: dict) -> dict[str, list[dict]]:
         for part in parts(experiment, spec):
             n, mixer = parse_part(part)
             lengths = [{"test_multiplier": m} for m in spec.get("test_multipliers", [])] or [{}]
-            out[f"{experiment}_{part}"] = [{**g, "n_objects": n, **length}
-                                           for g in model_grid(experiment, spec, n, mixer) for length in lengths]
+            out[f"{experiment}_{part}"] = [{**g, "n_objects": n, **length} for g in
+                                           model_grid(experiment, spec, n, mixer, part_layers(part))
+                                           for length in lengths]
     return out
 
 
@@ -144,6 +183,16 @@ def padded_batch(batches, device):
         tokens[i, :, : b.tokens.shape[1]] = b.tokens
         targets[i, :, : b.targets.shape[1]] = b.targets
     return tokens.to(device), targets.to(device)
+
+
+def mixed_lengths(batch, generator: torch.Generator, tokens_per_swap: int = 1):
+    """The batch as sequences of uniformly random lengths 1..L (L its length): targets after each
+    sequence's own length become IGNORE. For a causal model a sequence cut after ℓ swaps is exactly a
+    sequence of ℓ swaps, so one batch mixes every length ≤ L (the word-problem recipe) at the cost of L."""
+    steps = batch.step_targets.shape[1]
+    lengths = torch.randint(1, steps + 1, (batch.step_targets.shape[0], 1), generator=generator)
+    cut = torch.arange(batch.targets.shape[1]) >= lengths * tokens_per_swap
+    return dataclasses.replace(batch, targets=batch.targets.masked_fill(cut, IGNORE))
 
 
 def step_accuracy(model: BatchedLM, batches, tokens_per_swap: int, device) -> torch.Tensor:
@@ -215,21 +264,27 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         return pd.concat([run(experiment, spec, _with_part(context, p)) for p in parts(experiment, spec)],
                          ignore_index=True)
     n, mixer = parse_part(context.part)
-    if n not in spec["n_objects"] or (mixer is not None and mixer not in spec["models"]):
+    depth = part_layers(context.part)
+    if n not in spec["n_objects"] or (mixer is not None and mixer not in spec["models"]) or (
+            depth is not None and (mixer is None or depth not in (depths_of(spec, mixer) or []))):
         raise ValueError(f"part {context.part!r} is not in {experiment}: n_objects={spec['n_objects']}, "
-                         f"models={spec['models']}")
-    grid = model_grid(experiment, spec, n, mixer)
+                         f"models={spec['models']}, depths={spec.get('depths')}")
+    if depth is not None:
+        spec = {**spec, "layers": depth}
+    grid = model_grid(experiment, spec, n, mixer, depth)
     device = context.device
     form = spec["tokens_per_swap"]
     init_seeds = [(context.seed * 1_000 + g["seed"]) * 1_000 + n for g in grid]
     model = BatchedLM(init_seeds, [g["mixer"] for g in grid], vocab=vocab_size(n, form), d_model=spec["d_model"],
                       n_layers=spec["layers"], n_heads=spec["heads"], mlp_ratio=spec["mlp_ratio"],
-                      positional="rotary", max_len=form * spec["T_train"] * max(spec["test_multipliers"]) + 1).to(device)
+                      positional=spec["positional"],
+                      max_len=form * spec["T_train"] * max(spec["test_multipliers"]) + 1).to(device)
     gens = [_generator(context.seed, g["seed"], n, 0) for g in grid]
     check_gens = [_generator(context.seed, g["seed"], n, 2) for g in grid]
     settings = TrainSettings(steps=spec["steps"], lr=spec["lr"], optimizer="adamw", betas=tuple(spec["adam_betas"]),
                              weight_decay=spec["weight_decay"], warmup_steps=spec["warmup_steps"],
-                             schedule="cosine", final_lr_fraction=spec["final_lr_fraction"], clip_norm=spec["clip"])
+                             schedule=spec["schedule"], final_lr_fraction=spec["final_lr_fraction"],
+                             clip_norm=spec["clip"])
     stages = curriculum(spec)
     stage = [0] * len(grid)  # index into `stages`, per model
     reached = [{stages[0]: 0} for _ in grid]  # training length → step at which the model reached it
@@ -237,14 +292,19 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     diverged = torch.zeros(len(grid), dtype=torch.bool)
     checks: list[list[str]] = [[] for _ in grid]  # "step:T:acc" of every held-out check
     passes = [0] * len(grid)  # consecutive checks at T_train with accuracy ≥ stop_accuracy
+    learned = [0] * len(grid)  # longest length with a held-out check ≥ promote_accuracy (the frontier)
+    stalled = [False] * len(grid)  # stopped by `stage_steps` without learning its current length
     train_norm = torch.zeros(len(grid))
 
     def next_batch(step):
         # A stopped model's parameters are held fixed, so its slice only needs some data: the shortest
         # length any model still trains on (not its own T_train, which would lengthen everyone's batch).
         active = [stages[s] for s, d in zip(stage, done.tolist()) if not d] or [stages[0]]
-        return padded_batch([sample(n, min(active) if d else stages[s], spec["batch"], g, tokens_per_swap=form)
-                             for s, g, d in zip(stage, gens, done.tolist())], device)
+        batches = [sample(n, min(active) if d else stages[s], spec["batch"], g, tokens_per_swap=form)
+                   for s, g, d in zip(stage, gens, done.tolist())]
+        if spec["mixed_lengths"]:
+            batches = [mixed_lengths(b, g, form) for b, g in zip(batches, gens)]
+        return padded_batch(batches, device)
 
     def loss_fn(model, batch):
         nonlocal train_norm
@@ -268,6 +328,13 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                     continue
                 acc = float(last_quarter(curve[i], L))
                 checks[i].append(f"{step + 1}:{L}:{acc:.3f}")
+                if acc >= spec["promote_accuracy"]:
+                    learned[i] = max(learned[i], L)
+                elif spec["stage_steps"] and learned[i] < L and step + 1 - reached[i][L] >= spec["stage_steps"]:
+                    # Not learned within this length's budget: the frontier run stops here (its
+                    # stop_reason still says whether the loss had settled, by the plateau rule).
+                    done[i] = stalled[i] = True
+                    continue
                 if stage[i] == len(stages) - 1:
                     # Stop after `stop_checks` consecutive passing checks: one pass at 0.99 stops a model
                     # while its solution is still approximate (DeltaNet stopped at the first pass kept 0.99
@@ -302,7 +369,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         at_train = next(r for r in model_rows if r["test_multiplier"] == 1)
         status = DIVERGED if bool(diverged[i]) else learning_status(loss, at_train["acc"])
         drop, lr_tail = plateau_drop(own), tail_lr_fraction(settings, result["model_steps"][i])
-        reason = stop_reason(bool(done[i]), bool(diverged[i]), result["model_steps"][i],
+        reason = stop_reason(bool(done[i]) and not stalled[i], bool(diverged[i]), result["model_steps"][i],
                              reached[i][stages[stage[i]]], loss, drop, lr_tail)
         if status == DIVERGED:  # a diverged run has no accuracy (never 0)
             loss = math.nan
@@ -314,14 +381,15 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 "n_objects": n, "mixer": g["mixer"], "model": MODEL_LABELS.get(g["mixer"], g["mixer"]),
                 "kernel": g["mixer"].split("_")[1] if g["mixer"].startswith("deltaformer") else "",
                 "beta_max": BETA_MAX.get(g["mixer"], float("nan")), "seed": g["seed"],
-                **{k: spec[k] for k in TRAIN_KEYS}, "adam_betas": " ".join(map(str, spec["adam_betas"])),
+                **{k: spec[k] for k in TRAIN_KEYS}, **{k: spec[k] for k in RECIPE_KEYS}, "adam_betas": " ".join(map(str, spec["adam_betas"])),
                 "d_head": spec["d_model"] // spec["heads"], "models_in_job": len(grid),
                 "final_train_loss": loss, "loss_curve": loss_curve(own),
                 "train_accuracy": at_train["acc"] if status != DIVERGED else math.nan, "status": status,
                 "steps_run": result["model_steps"][i], "max_steps": spec["steps"], "job_steps": result["steps_run"],
                 "stopped_early": bool(done[i]), "stop_reason": reason, "loss_drop": drop, "lr_last10": lr_tail,
                 "curriculum": " ".join(f"{L}@{s}" for L, s in reached[i].items()),
-                "final_stage_T": stages[stage[i]], "checks": " ".join(checks[i][-40:]),
+                "final_stage_T": stages[stage[i]], "learned_T": learned[i], "stage_budget_stop": stalled[i],
+                "checks": " ".join(checks[i][-40:]),
                 "max_train_value_norm": float(train_norm[i]), **row,
                 "train_time_s": train_time / len(grid), "wall_time_s": wall / len(grid),
             })

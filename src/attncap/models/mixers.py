@@ -113,17 +113,26 @@ def kernel_scores(kernel: str, k: torch.Tensor, eps: float = 1e-6) -> torch.Tens
 
     Entries on and above the diagonal are left as they fall: `delta_values` never reads them.
     exp: row-softmax of k_t·k_i/√d over the strictly earlier positions (the first row has none);
-    linear: k̂_t·k̂_i on L2-normalised keys; zero: no correction, DeltaFormer is the plain Transformer.
+    linear: k̂_t·k̂_i on L2-normalised keys; round: the paper's rounded linear kernel, round(k̂_t·k̂_i) ∈ {-1, 0, 1}
+    in the forward pass with the linear kernel's gradient (straight-through; rounding to the nearest integer,
+    since the floor of a unit-key product is 0 for every key but an exact copy); zero: no correction,
+    DeltaFormer is the plain Transformer.
     """
     if kernel == "zero":
         return None
     if kernel == "linear":
         unit = F.normalize(k, dim=-1, eps=eps)
         return torch.einsum("...td,...sd->...ts", unit, unit)
+    if kernel == "round":
+        # Straight-through rounding: the forward pass uses round(k̂_t·k̂_i) ∈ {-1, 0, 1}, the backward pass
+        # the gradient of the linear kernel (the rounding's own gradient is zero almost everywhere).
+        unit = F.normalize(k, dim=-1, eps=eps)
+        linear = torch.einsum("...td,...sd->...ts", unit, unit)
+        return linear + (torch.round(linear) - linear).detach()
     if kernel == "exp":
         # Row 0 has no earlier key; the strict bias lets it see itself, on the diagonal the solve ignores.
         return masked_scores(k, k, 1.0 / math.sqrt(k.shape[-1]), strict=True).softmax(-1)
-    raise ValueError(f"unknown DeltaFormer kernel {kernel!r}; known: exp, linear, zero")
+    raise ValueError(f"unknown DeltaFormer kernel {kernel!r}; known: exp, linear, round, zero")
 
 
 def deltaformer(q, k, v, beta=None, *, kernel: str = "exp", return_values: bool = False):
@@ -172,6 +181,7 @@ MIXERS = {
     "deltaformer_exp": lambda q, k, v, beta=None, **kw: deltaformer(q, k, v, beta, kernel="exp", **kw),
     "deltaformer_linear": lambda q, k, v, beta=None, **kw: deltaformer(q, k, v, beta, kernel="linear", **kw),
     "deltaformer_zero": lambda q, k, v, beta=None, **kw: deltaformer(q, k, v, beta, kernel="zero", **kw),
+    "deltaformer_round": lambda q, k, v, beta=None, **kw: deltaformer(q, k, v, beta, kernel="round", **kw),
     # β ∈ (0, 1) ablation rows of DeltaFormer (the default DeltaFormer mixers have β ∈ (0, 2))
     "deltaformer_exp_01": lambda q, k, v, beta=None, **kw: deltaformer(q, k, v, beta, kernel="exp", **kw),
     "deltaformer_linear_01": lambda q, k, v, beta=None, **kw: deltaformer(q, k, v, beta, kernel="linear", **kw),
@@ -185,6 +195,7 @@ BETA_MAX = {
     "deltaformer_exp": 2.0,
     "deltaformer_linear": 2.0,
     "deltaformer_zero": 2.0,
+    "deltaformer_round": 2.0,
     "deltaformer_exp_01": 1.0,
     "deltaformer_linear_01": 1.0,
 }
@@ -196,8 +207,8 @@ in [0, 1] and cannot (the `_01` mixers are that ablation). The price: where a ro
 float32 and its largest norm is logged (`value_norm`); a run whose loss turns non-finite is recorded
 as diverged. (κ1 = zero ignores β: it is the Transformer.)"""
 
-SOFTMAX_MIXERS = {"softmax", "deltaformer_exp", "deltaformer_linear", "deltaformer_zero", "deltaformer_exp_01",
-                  "deltaformer_linear_01"}
+SOFTMAX_MIXERS = {"softmax", "deltaformer_exp", "deltaformer_linear", "deltaformer_zero", "deltaformer_round",
+                  "deltaformer_exp_01", "deltaformer_linear_01"}
 """Mixers whose scores are softmax logits (rotary embeddings apply to these)."""
 
 

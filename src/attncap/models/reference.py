@@ -55,7 +55,8 @@ def deltanet(q, k, v, beta):
 def deltaformer(q, k, v, beta, kernel: str):
     """u_t = v_t − β_t Σ_{i<t} κ1(k_i, k_t) u_i one step at a time, then causal softmax attention reads u.
 
-    κ1 = exp: softmax over the earlier keys of k_t·k_i/√d; linear: k̂_t·k̂_i; zero: u = v (the Transformer)."""
+    κ1 = exp: softmax over the earlier keys of k_t·k_i/√d; linear: k̂_t·k̂_i; round: round(k̂_t·k̂_i);
+    zero: u = v (the Transformer)."""
     length, d = q.shape[-2], q.shape[-1]
     u = torch.zeros_like(v)
     for t in range(length):
@@ -66,6 +67,8 @@ def deltaformer(q, k, v, beta, kernel: str):
             else:
                 kn = k / k.norm(dim=-1, keepdim=True)
                 w = torch.einsum("...d,...sd->...s", kn[..., t, :], kn[..., :t, :])
+                if kernel == "round":
+                    w = torch.round(w)
             correction = torch.einsum("...s,...sd->...d", w, u[..., :t, :])
         u[..., t, :] = v[..., t, :] - beta[..., t, None] * correction
     return softmax_attention(q, k, u)
