@@ -43,7 +43,7 @@ from typing import Callable
 
 import torch
 import yaml
-from mc_throughput import matmul_gflops
+from attncap.runtime import matmul_gflops
 from torch.utils.flop_counter import FlopCounterMode
 
 from attncap.experiments import aot_memorization as aot
@@ -120,7 +120,8 @@ def rgr_job(section: dict, steps: int) -> Job:
                   for c in rgr.cells(e, section[e]) if rgr.cell_name(c) in rgr.parts(e, section[e], section)]
     _, experiment, cell = max(candidates, key=lambda c: c[0])
     spec = section[experiment]
-    train = spec["train"] | {"steps": steps, "patience": steps + 1, "target_f1": 2.0, "eval_every": steps}
+    train = spec["train"] | {"steps": steps, "patience": steps + 1, "target_f1": 2.0, "eval_every": steps,
+                             "max_steps": None}  # a fixed number of steps: no continuation past them
     cut = spec | {"train": train, "construct": False}
     models = len(spec["heads"]) * len(spec["seeds"])
     return Job("rgr_capacity", experiment, rgr.cell_name(cell), cut,

@@ -17,20 +17,11 @@ import torch
 import yaml
 
 from attncap import theory
+from attncap.runtime import matmul_gflops  # noqa: F401 (compile_speed and swap_throughput import it from here)
 from attncap.experiments.retrieval_capacity import capacity_columns, softmax_capacity_search
 from attncap.tasks.retrieval_capacity import GrowingDotStream
 
 FLOPS_PER_SAMPLE_PER_BETA = 6
-
-
-def matmul_gflops(size: int = 1024, repeats: int = 5, dtype: torch.dtype = torch.float64) -> float:
-    """This machine's dense matrix-multiply rate (GFLOP/s) at the current torch thread count."""
-    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
-    a @ b
-    start = time.perf_counter()
-    for _ in range(repeats):
-        a @ b
-    return 2 * size**3 * repeats / (time.perf_counter() - start) / 1e9
 
 
 def search_throughput(d: int, max_log2_n: int, spec: dict) -> dict:

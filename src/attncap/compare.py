@@ -161,6 +161,7 @@ def write_reference(results, target, *, figures: list[str] = (), wall_time_s: fl
     import torch
 
     from attncap.claims import render_summary
+    from attncap.runtime import machine_rates
 
     results, target = Path(results), Path(target)
     documents = load(results)
@@ -187,7 +188,9 @@ def write_reference(results, target, *, figures: list[str] = (), wall_time_s: fl
         "tier": ", ".join(tiers), "git_revision": ", ".join(revisions),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "machine": {"cores": _cores(), "platform": platform.platform(), "processor": platform.machine(),
-                    "torch": torch.__version__, "device": "cuda" if torch.cuda.is_available() else "cpu"},
+                    "torch": torch.__version__, "device": "cuda" if torch.cuda.is_available() else "cpu",
+                    # measured when the reference is written, so its timings can be read against them
+                    **machine_rates()},
         "job_core_seconds": round(job_seconds, 1),
         "wall_time_s": wall_time_s,
     }

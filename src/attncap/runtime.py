@@ -142,3 +142,46 @@ def provenance(device: str = "cpu", tier: str = "unknown") -> dict[str, str]:
         "python": platform.python_version(),
         **{f"version_{k}": v for k, v in versions.items()},
     }
+
+
+
+def matmul_gflops(size: int = 1024, repeats: int = 5, dtype=None) -> float:
+    """The dense matrix-multiply rate (GFLOP/s) at the current torch thread count: the best of `repeats`
+    products of two size × size matrices (float64 unless `dtype` says otherwise)."""
+    import torch
+
+    dtype = torch.float64 if dtype is None else dtype
+    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
+    a @ b
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best / 1e9
+
+
+def machine_rates(repeats: int = 5) -> dict:
+    """This machine's own yardsticks, on one thread: dense float32 and float64 matmul rates (GFLOP/s) and
+    the memory copy bandwidth (GB/s, a 256 MB tensor copied, read + write counted). Timings are stated
+    beside these so a reader can tell a slower machine from slower code (a job bound by arithmetic moves
+    with the matmul rate; one bound by memory traffic, with the bandwidth)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        out = {"matmul_f32_gflops": round(matmul_gflops(repeats=repeats, dtype=torch.float32), 1),
+               "matmul_f64_gflops": round(matmul_gflops(repeats=repeats), 1)}
+        source = torch.ones(64 * 2**20)  # 256 MB of float32
+        target = torch.empty_like(source)
+        target.copy_(source)
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            target.copy_(source)
+            best = min(best, time.perf_counter() - start)
+        out["copy_gbs"] = round(2 * source.numel() * 4 / best / 1e9, 1)
+        return out
+    finally:
+        torch.set_num_threads(threads)
