@@ -346,13 +346,13 @@ def test_learning_certificate_gates_trained_checks():
     moving = good.assign(loss_drop_last10=0.2)
     gated = {c.id: c for c in claim.checks({"A1": moving})}
     for check_id in ("linear_in_H", "per_head_gain", "slope_exponent"):
-        assert gated[check_id].verdict == INCONCLUSIVE and "still falling" in gated[check_id].reason
+        assert gated[check_id].verdict == INCONCLUSIVE and "not settled" in gated[check_id].reason
     assert gated["above_bound"].verdict == REPRODUCED and "passes although" in gated["above_bound"].reason
     low = gain_a1(lambda dh: 0.5 * dh).assign(loss_drop_last10=0.2)
     assert {c.id: c for c in claim.checks({"A1": low})}["above_bound"].verdict == INCONCLUSIVE
     # saturated runs (accuracy ≥ 0.95) need no plateau: they cannot store more
     saturated = good.assign(acc_running=0.99, loss_drop_last10=0.3)
-    assert "still falling" not in {c.id: c for c in claim.checks({"A1": saturated})}["linear_in_H"].reason
+    assert "not settled" not in {c.id: c for c in claim.checks({"A1": saturated})}["linear_in_H"].reason
 
 
 def test_decayed_schedule_cannot_fake_a_plateau():
@@ -382,11 +382,108 @@ def test_experiment_writes_lr_last10_and_a_status_that_agrees(smoke_config):
     table, sample = make_block(spec["N"], spec["n_sequences"], 0)
     stack = stacks("A6", spec)[0]
     frame = train_stack(stack, spec, table, sample)
-    expected_lr = tail_lr_fraction(TrainSettings(steps=8, lr=spec["lr"], schedule="linear", schedule_every=4,
-                                                 final_lr_fraction=spec["final_lr"] / spec["lr"], schedule_span=2), 8)
-    assert np.allclose(frame["lr_last10"], expected_lr) and 0 < expected_lr < 1
+    settings = TrainSettings(steps=8, lr=spec["lr"], schedule="linear", schedule_every=4,
+                             final_lr_fraction=spec["final_lr"] / spec["lr"], schedule_span=2)
+    expected_lr = tail_lr_fraction(settings, 8)
+    protocol = frame[frame["arm"] == claim.PROTOCOL_ARM]
+    assert np.allclose(protocol["lr_last10"], expected_lr) and 0 < expected_lr < 1
+    converged = frame[frame["arm"] == claim.CONVERGED_ARM]
+    assert list(converged["lr_last10"]) == [tail_lr_fraction(settings, n) for n in converged["steps_run"]]
     assert list(frame["status"]) == [claim.run_status(r.final_loss, r.acc_running, r.loss_drop_last10, r.lr_last10)
                                      for r in frame.itertuples()]
+
+
+# ------------------------------------------------------------------- converged arm ---------
+CONTINUED_SPEC = {"epochs": 4, "continue_cap": 2}  # smoke A6: 16-step budget; settled, continued and capped runs
+
+
+def _a6_stack(smoke_config, **override):
+    spec = {**smoke_config["aot_memorization"]["A6"], **CONTINUED_SPEC, **override}
+    table, sample = make_block(spec["N"], spec["n_sequences"], 0, 0)
+    return stacks("A6", spec)[-1], spec, table, sample
+
+
+def test_converged_arm_leaves_the_protocol_arm_bitwise_unchanged(smoke_config):
+    """One training serves both arms: continuing the uncertified models after the budget changes nothing
+    the protocol arm reads (running accuracy, loss, full-table accuracy at the budget, certificate), bit for
+    bit; a run stopped at the budget (continue_cap = 1) gives the same protocol rows, and converged rows
+    equal to them."""
+    from attncap.experiments.aot_memorization import train_stack
+
+    stack, spec, table, sample = _a6_stack(smoke_config)
+    continued = train_stack(stack, spec, table, sample)
+    stopped = train_stack(stack, {**spec, "continue_cap": 1}, table, sample)
+    arms = {name: {arm: f[f["arm"] == arm].reset_index(drop=True) for arm in ("protocol", "converged")}
+            for name, f in (("continued", continued), ("stopped", stopped))}
+    same = [c for c in continued.columns if c not in ("wall_time_s", "cap_steps")]
+    pd.testing.assert_frame_equal(arms["continued"]["protocol"][same], arms["stopped"]["protocol"][same],
+                                  check_exact=True)
+    assert (arms["stopped"]["converged"]["continued_steps"] == 0).all()
+    pd.testing.assert_frame_equal(arms["stopped"]["converged"][same].drop(columns="arm"),
+                                  arms["stopped"]["protocol"][same].drop(columns="arm"), check_exact=True)
+    conv, prot = arms["continued"]["converged"], arms["continued"]["protocol"]
+    moved = conv["continued_steps"] > 0
+    assert moved.any() and (~moved).any() and conv["capped"].any() and (moved & ~conv["capped"]).any(), \
+        "the case must have runs settled at the budget, continued until settled, and capped"
+    # a run certified at the budget is frozen there: its converged row is its protocol row
+    keep = [c for c in same if c != "arm"]
+    pd.testing.assert_frame_equal(conv.loc[~moved, keep], prot.loc[~moved, keep], check_exact=True)
+    assert (conv["steps_run"] == conv["steps"] + conv["continued_steps"]).all()
+    assert (conv["steps_run"] <= 2 * conv["steps"]).all() and (conv["cap_steps"] == 2 * conv["steps"]).all()
+    # continuation stops on the claim's own certificate: every continued run that did not reach the cap is
+    # certified by the rule of its status column (and of the checks' gate)
+    assert (conv.loc[moved & ~conv["capped"], "status"] == LEARNED).all()
+    assert (conv.loc[conv["capped"], "steps_run"] == conv.loc[conv["capped"], "cap_steps"]).all()
+    assert (prot.loc[moved, "status"] != LEARNED).all()  # only runs uncertified at the budget go on
+    # deterministic: the same config gives the same numbers
+    again = train_stack(stack, spec, table, sample)
+    pd.testing.assert_frame_equal(again[same], continued[same], check_exact=True)
+
+
+def two_arms(protocol: pd.DataFrame, converged: pd.DataFrame) -> pd.DataFrame:
+    return pd.concat([protocol.assign(arm=claim.PROTOCOL_ARM), converged.assign(arm=claim.CONVERGED_ARM)],
+                     ignore_index=True)
+
+
+def test_law_checks_read_the_converged_arm_and_published_match_the_protocol_arm():
+    # the protocol arm: the authors' numbers at d = 6, 8, 10 (√H-shaped, the rival, at d = 5, 7, 9), its loss
+    # still falling at the budget
+    published = runs("A1", [(d, d, h, acc) for d, table in claim.PUBLISHED_A1.items() for h, acc in table.items()],
+                     sd=SD_A1)
+    rival = sqrt_a1()
+    protocol = pd.concat([published, rival[~rival["d"].isin(list(claim.PUBLISHED_A1))]], ignore_index=True)
+    protocol = protocol.assign(loss_drop_last10=0.03, lr_last10=0.097)
+    # the converged arm: the same runs continued until settled, linear in H, away from the published values
+    converged = linear_a1(sd=SD_A1).assign(continued_steps=2000, steps_run=6096, capped=False, cap_steps=16384)
+    got = {c.id: c for c in claim.checks({"A1": two_arms(protocol, converged)})}
+    for check_id in ("linear_in_H", "per_head_gain", "slope_exponent", "above_bound"):
+        assert got[check_id].verdict == REPRODUCED, check_id
+    assert got["published_match"].verdict == REPRODUCED  # on the protocol arm, whose loss may still fall
+    # the arms swapped: the laws now read the moving √H runs, published_match the converged table
+    swapped = {c.id: c for c in claim.checks({"A1": two_arms(converged, protocol)})}
+    assert swapped["linear_in_H"].verdict == INCONCLUSIVE and "not settled" in swapped["linear_in_H"].reason
+    assert swapped["published_match"].verdict == claim.published_match(converged, None).verdict != REPRODUCED
+    # no converged arm at all: the law checks have nothing to decide on
+    only_protocol = {c.id: c for c in claim.checks({"A1": protocol.assign(arm=claim.PROTOCOL_ARM)})}
+    assert only_protocol["linear_in_H"].verdict == INCONCLUSIVE
+
+
+def test_runs_that_reach_the_cap_are_named_with_the_cap():
+    moving = linear_a1(sd=SD_A1).assign(loss_drop_last10=0.2, steps=4096, steps_run=16384, continued_steps=12288,
+                                        cap_steps=16384, capped=(lambda f: f["heads"] == 21))
+    check = {c.id: c for c in claim.checks({"A1": two_arms(linear_a1(sd=SD_A1), moving)})}["linear_in_H"]
+    assert check.verdict == INCONCLUSIVE
+    assert "cap (16384 steps = 4× the 4096-step budget)" in check.reason and "heads=21" in check.reason
+    assert "18 run(s)" in check.reason  # 6 d × 3 seeds at H = 21
+
+
+def test_expected_cells_ask_for_both_arms(smoke_config):
+    from attncap.experiments.aot_memorization import expected_cells
+
+    cells = expected_cells(smoke_config["aot_memorization"])
+    for stem, rows in cells.items():
+        arms = pd.DataFrame(rows)["arm"].value_counts()
+        assert set(arms.index) == {"protocol", "converged"} and arms.nunique() == 1, stem
 
 
 # ---------------------------------------------------------------------------- config ---------
@@ -420,3 +517,16 @@ def test_per_head_layout_rejects_small_d(aot_config):
     with pytest.raises(ConfigError) as err:
         validate_config(aot_config)
     assert "aot_memorization.A3.d: d_h=4 > d=2" in str(err.value)
+
+
+def test_only_checked_layouts_are_continued(smoke_config):
+    """The per-head layout is an ablation no check is gated on: it gets no continuation (compute is spent
+    where a verdict needs it), so its converged rows are its protocol rows."""
+    from attncap.experiments.aot_memorization import train_stack
+
+    spec = {**smoke_config["aot_memorization"]["A2"], **CONTINUED_SPEC}
+    table, sample = make_block(spec["N"], spec["n_sequences"], 0, 0)
+    stack = next(s for s in stacks("A2", spec) if s.layout == "per_head")
+    frame = train_stack(stack, spec, table, sample)
+    assert (frame["cap_steps"] == frame["steps"]).all() and (frame["continued_steps"] == 0).all()
+    assert not frame["capped"].any()

@@ -243,7 +243,7 @@ def train_batched(
         if frozen is not None:
             with torch.no_grad():
                 for p, saved_p in zip(params, snapshot):
-                    p.copy_(torch.where(frozen.view(-1, *([1] * (p.dim() - 1))), saved_p, p))
+                    p.copy_(torch.where(_model_rows(frozen, p).view(-1, *([1] * (p.dim() - 1))), saved_p, p))
             model_steps += (~frozen).long().cpu()
         else:
             model_steps += 1
@@ -281,6 +281,13 @@ def train_batched(
         out["certified"] = certified.tolist()
         out["capped"] = [bool(n >= cap and not c) for n, c in zip(out["model_steps"], out["certified"])]
     return out
+
+
+def _model_rows(frozen: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """`frozen` per leading row of parameter p: the model axis itself, or, for a parameter that stacks a subset
+    of the models in another order (e.g. one group of equal shapes), frozen[p.model_rows], its rows' models."""
+    rows = getattr(p, "model_rows", None)
+    return frozen if rows is None else frozen[rows.to(frozen.device)]
 
 
 def _certified(predicate, history: list[torch.Tensor], model_steps: torch.Tensor) -> torch.Tensor:
@@ -398,7 +405,8 @@ def tail_lr_fraction(settings: TrainSettings, steps: int, fraction: float = 0.1)
     window = max(1, int(steps * fraction))
     if steps < 1:
         return math.nan
-    return sum(lr_factor(step, settings) for step in range(steps - window, steps)) / window
+    # fsum: a constant final rate equal to MIN_LR_FRACTION must not land below it by rounding
+    return math.fsum(lr_factor(step, settings) for step in range(steps - window, steps)) / window
 
 
 def final_loss(losses, window: int = 10) -> float:

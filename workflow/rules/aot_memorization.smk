@@ -2,7 +2,7 @@
 AOT = "aot_memorization"
 AOT_FIGURES = ["accuracy_vs_heads", "accuracy_vs_dhead", "accuracy_vs_d", "slope_vs_d", "aot_vs_mlp",
                "d2_bound"]
-AOT_TABLES = ["fitted_laws", "published_comparison", "accuracy_vs_heads", "aot_vs_mlp"]
+AOT_TABLES = ["fitted_laws", "published_comparison", "accuracy_vs_heads", "aot_vs_mlp", "converged_arm"]
 register_claim(AOT, AOT_FIGURES, AOT_TABLES)
 AOT_PARTS = table_parts(AOT)
 

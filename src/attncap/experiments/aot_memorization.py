@@ -1,5 +1,7 @@
 """Claim 2 experiments (A1–A3, A5, A6): train stacks of one-layer attention-only transformers on random
 look-up tables and record running and full-table accuracy; A4 is derived from A1 by the analysis.
+Every model gives two rows from one training (`train_stack`): the `protocol` arm at the authors' 64-epoch
+budget and the `converged` arm, trained on at the final learning rate until certified or to the cap.
 
 An experiment is cut into *stacks* (models sharing N, d, d_h and layout, trained in one batched loop)
 and the stacks are dealt to `jobs` parts of similar estimated cost, so Snakemake can run parts side by side.
@@ -8,20 +10,23 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import time
 
 import pandas as pd
 import torch
 
-from attncap.claims.aot_memorization import run_status
+from attncap.claims.aot_memorization import CONVERGED_ARM, PROTOCOL_ARM, SATURATION, run_status
 from attncap.experiments.context import RunContext
 from attncap.models.aot_memorization import AoTStack, per_model_accuracy, per_model_cross_entropy
 from attncap.tasks.aot_memorization import (EpochShuffler, all_pairs, associations_from_accuracy, make_block)
-from attncap.train import TrainSettings, generators, loss_curve, plateau_drop, tail_lr_fraction, train_batched
+from attncap.train import (TrainSettings, generators, loss_curve, plateau_certified, plateau_drop, tail_lr_fraction,
+                           train_batched)
 
 EXPERIMENTS = ("A1", "A2", "A3", "A5", "A6")
 _BLOCK_SALT = {"A1": 1, "A2": 2, "A3": 3, "A5": 5, "A6": 6}  # one table+sample per experiment block
 _SHUFFLE_OFFSET = 17  # data-order generators are seeded by the model seed only (same order for every H)
+ARMS = (PROTOCOL_ARM, CONVERGED_ARM)  # two rows per trained model, from one training (train_stack)
 
 
 @dataclasses.dataclass
@@ -105,7 +110,7 @@ def part_names(experiment: str, spec: dict) -> list[str]:
 
 
 def expected_cells(section: dict) -> dict[str, list[dict]]:
-    """Run table (file stem, e.g. A1_p0) -> one cell per trained model of that part's stacks, as the
+    """Run table (file stem, e.g. A1_p0) -> one cell per trained model of that part's stacks and arm, as the
     {column: value} its row must carry; attncap.claims.evaluate refuses verdicts from tables lacking one."""
     out = {}
     for experiment in EXPERIMENTS:
@@ -113,9 +118,9 @@ def expected_cells(section: dict) -> dict[str, list[dict]]:
             continue
         for part, part_stacks in job_parts(experiment, section[experiment]).items():
             out[f"{experiment}_{part}"] = [
-                {"model": st.kind, "layout": st.layout, "d": st.d, "d_head": st.d_head, "heads": h,
+                {"arm": arm, "model": st.kind, "layout": st.layout, "d": st.d, "d_head": st.d_head, "heads": h,
                  "mlp_width": w, "seed": seed}
-                for st in part_stacks for h, w, seed in zip(st.heads, st.widths, st.seeds)]
+                for st in part_stacks for h, w, seed in zip(st.heads, st.widths, st.seeds) for arm in ARMS]
     return out
 
 
@@ -152,9 +157,25 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     return frame
 
 
+def cap_steps(spec: dict) -> int:
+    """The converged arm's cap: `continue_cap` times the protocol's budget (1 = no continuation). Stacks of the
+    per-head layout (an ablation drawn in A2, on which no check is gated) are not continued."""
+    return math.ceil(spec["continue_cap"] * steps_of(spec))
+
+
 def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Tensor, device: str = "cpu",
                 desc: str | None = None) -> pd.DataFrame:
-    """Train one stack with Adam and the reference code's per-epoch linear decay; one row per model."""
+    """Train one stack with Adam and the reference code's per-epoch linear decay; two rows per model.
+
+    One training serves both arms. The `protocol` row is read at the authors' budget (64 epochs): running
+    accuracy and loss over the last `last_batches` batches before it, full-table accuracy of the parameters
+    at exactly that step. Training then goes on only for the models still uncertified there, at the
+    schedule's final learning rate (`train_batched(until_certified=...)`), until each is certified by the
+    claim's own rule (`run_status`: plateau per unit of learning rate, or saturated) or reaches the cap
+    (`continue_cap` × the budget); the `converged` row is read at the end of each model's own steps. A model
+    certified at the budget is frozen there, so its two rows agree. Continuation never touches the first
+    `budget` steps (the schedule, data order and updates up to it are those of a run without it), so the
+    protocol rows are bitwise those of a run that stops at the budget (tests check this)."""
     started = time.perf_counter()
     model = AoTStack(stack.seeds, stack.heads, n_tokens=spec["N"], d=stack.d, d_head=stack.d_head,
                      layout=stack.layout, mlp_widths=stack.widths).to(device)
@@ -163,11 +184,15 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
         steps=steps_of(spec), lr=spec["lr"], optimizer="adam", schedule="linear",
         schedule_every=shuffle.batches_per_epoch, final_lr_fraction=stack.final_lr / spec["lr"],
         schedule_span=spec["epochs"], foreach=True)  # multi-tensor Adam: same numbers, fewer ops
+    # only runs a check reads are continued: the per-head layout is an ablation no check is gated on
+    cap = cap_steps(spec) if stack.layout == "shared" else settings.steps
+    budget, cap, last = settings.steps, max(cap, settings.steps), spec["last_batches"]
     # per-step metrics go into preallocated rows (no per-step tensors kept alive between the large
-    # temporaries, which would fragment the heap); only the last `last_batches` rows are ever read
-    accuracies = torch.zeros(settings.steps, model.n_models, dtype=torch.float64, device=device)
-    losses = torch.zeros(settings.steps, model.n_models, dtype=model.embed.weight.dtype, device=device)
+    # temporaries, which would fragment the heap); only the last `last_batches` of a model's steps are read
+    accuracies = torch.zeros(cap, model.n_models, dtype=torch.float64, device=device)
+    losses = torch.zeros(cap, model.n_models, dtype=model.embed.weight.dtype, device=device)
     counter = [0]
+    at_budget = {}
 
     def loss_fn(net, batch):
         logits = net(batch)
@@ -177,40 +202,69 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
     def on_step(step, step_losses, batch):
         losses[step] = step_losses
         counter[0] = step + 1
+        if step + 1 == budget:  # the parameters after the budget's last update: the protocol arm's table
+            at_budget["hits"] = table_hits(model, table, device)
 
-    train_batched(model, lambda step: shuffle(step).to(device), loss_fn, settings,
-                  desc=desc or f"{stack.kind} d={stack.d} d_h={stack.d_head}", on_step=on_step)
-    last = spec["last_batches"]
-    running = accuracies[:counter[0]][-last:].mean(0).cpu()
-    final_loss = losses[:counter[0]][-last:].double().mean(0).cpu()
-    correct = table_hits(model, table, device)
-    history = losses[:counter[0]].double().cpu()
-    lr_tail = tail_lr_fraction(settings, counter[0])  # mean learning-rate factor of the plateau window
+    def tail_mean(values: torch.Tensor, model_steps) -> torch.Tensor:
+        """Per model: mean of `values` (steps, M) over the last `last` of its own steps (one reduction over
+        the step axis when every model ran the same steps, as a run without continuation computes it)."""
+        ends = [int(n) for n in model_steps]
+        if len(set(ends)) == 1:
+            return values[:ends[0]][-last:].mean(0)
+        return torch.stack([values[:n, m][-last:].mean() for m, n in enumerate(ends)])
+
+    def running(model_steps) -> torch.Tensor:
+        return tail_mean(accuracies, model_steps)
+
+    settled = plateau_certified(settings)
+
+    def until_certified(history, model_steps):
+        # the claim's rule (run_status): a plateau per unit of learning rate, or a saturated running accuracy
+        return settled(history, model_steps) | (running(model_steps).cpu() >= SATURATION)
+
+    result = train_batched(model, lambda step: shuffle(step).to(device), loss_fn, settings,
+                           desc=desc or f"{stack.kind} d={stack.d} d_h={stack.d_head}", on_step=on_step,
+                           until_certified=until_certified if cap > budget else None,
+                           max_steps=cap if cap > budget else None)
+    ran = counter[0]
+    model_steps = result["model_steps"] if cap > budget else [ran] * model.n_models
+    capped = result["capped"]
+    protocol_steps = [min(budget, ran)] * model.n_models
+    hits = {CONVERGED_ARM: table_hits(model, table, device)}
+    hits[PROTOCOL_ARM] = at_budget.get("hits", hits[CONVERGED_ARM])  # the loop always reaches the budget
     wall = time.perf_counter() - started
     n = spec["N"]
     rows = []
-    for i, counts in enumerate(model.parameter_counts()):
-        h = stack.heads[i]
-        rows.append({
-            "model": stack.kind, "layout": stack.layout, "N": n, "d": stack.d, "d_head": stack.d_head,
-            "heads": h, "mlp_width": stack.widths[i], "seed": stack.seeds[i],
-            "n_sequences": spec["n_sequences"], "batch": spec["batch"], "epochs": spec["epochs"],
-            "steps": settings.steps, "lr": spec["lr"], "final_lr": stack.final_lr,
-            "acc_running": float(running[i]), "acc_table": float(correct[i]) / n**2,
-            "X_running": float(associations_from_accuracy(float(running[i]), n)),
-            "X_table": int(correct[i]),
-            "X_table_chance_corrected": float(associations_from_accuracy(float(correct[i]) / n**2, n)),
-            "bound_X": h * stack.d_head + stack.d, "previous_bound_X": h * (stack.d_head - 1) + 1,
-            "final_loss": float(final_loss[i]),
-            # learning certificate: capacity is read off a converged run only (accuracy < 1 is the result);
-            # the plateau is judged per unit of learning rate (lr_last10), so the decay cannot fake it
-            "loss_curve": loss_curve(history[:, i]), "loss_drop_last10": plateau_drop(history[:, i]),
-            "lr_last10": lr_tail,
-            "status": run_status(float(final_loss[i]), float(running[i]), plateau_drop(history[:, i]), lr_tail),
-            **counts,
-            "params_nonembedding": counts["params_attention"] + counts["params_mlp"],
-            "models_in_stack": len(stack.seeds), "wall_time_s": wall,
-        })
+    for arm, steps_per_model in ((PROTOCOL_ARM, protocol_steps), (CONVERGED_ARM, model_steps)):
+        acc = running(steps_per_model).cpu()
+        final_losses = tail_mean(losses.double(), steps_per_model).cpu()
+        for i, counts in enumerate(model.parameter_counts()):
+            h, steps_i = stack.heads[i], int(steps_per_model[i])
+            own = losses[:steps_i, i].double().cpu()  # this run's own history (a frozen run's later losses are not)
+            final = float(final_losses[i])
+            drop, lr_tail = plateau_drop(own), tail_lr_fraction(settings, steps_i)  # lr factor of the plateau window
+            correct = int(hits[arm][i])
+            rows.append({
+                "arm": arm, "model": stack.kind, "layout": stack.layout, "N": n, "d": stack.d, "d_head": stack.d_head,
+                "heads": h, "mlp_width": stack.widths[i], "seed": stack.seeds[i],
+                "n_sequences": spec["n_sequences"], "batch": spec["batch"], "epochs": spec["epochs"],
+                "steps": budget, "steps_run": steps_i, "continued_steps": steps_i - budget if arm == CONVERGED_ARM else 0,
+                "cap_steps": cap, "capped": bool(capped[i]) if arm == CONVERGED_ARM else False,
+                "lr": spec["lr"], "final_lr": stack.final_lr,
+                "acc_running": float(acc[i]), "acc_table": correct / n**2,
+                "X_running": float(associations_from_accuracy(float(acc[i]), n)),
+                "X_table": correct,
+                "X_table_chance_corrected": float(associations_from_accuracy(correct / n**2, n)),
+                "bound_X": h * stack.d_head + stack.d, "previous_bound_X": h * (stack.d_head - 1) + 1,
+                "final_loss": final,
+                # learning certificate: capacity is read off a converged run only (accuracy < 1 is the result);
+                # the plateau is judged per unit of learning rate (lr_last10), so the decay cannot fake it
+                "loss_curve": loss_curve(own), "loss_drop_last10": drop, "lr_last10": lr_tail,
+                "status": run_status(final, float(acc[i]), drop, lr_tail),
+                **counts,
+                "params_nonembedding": counts["params_attention"] + counts["params_mlp"],
+                "models_in_stack": len(stack.seeds), "wall_time_s": wall,
+            })
     return pd.DataFrame(rows)
 
 
