@@ -34,6 +34,7 @@ include: "workflow/rules/aot_memorization.smk"
 include: "workflow/rules/mha_memorization.smk"
 include: "workflow/rules/rgr_capacity.smk"
 include: "workflow/rules/swap_state_tracking.smk"
+include: "workflow/rules/mixer_card.smk"  # reads claims 1 and 5 (after their rules)
 include: "workflow/rules/report.smk"
 
 

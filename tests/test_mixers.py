@@ -79,3 +79,42 @@ def test_round_kernel_is_rounded_linear_with_straight_through_gradient():
     torch.testing.assert_close(grad_round, grad_linear, atol=1e-12, rtol=0)
     # falsification: the rounded forward pass differs from the linear one (else the test proves nothing)
     assert not torch.allclose(rounded.detach(), linear.detach())
+
+
+def test_sliding_window_softmax_forgets_beyond_its_window():
+    """The worked example of docs/adding-a-mixer.md at T > window: equal to its step-by-step form, equal to
+    softmax while t < window, and different after (else the window would not bind)."""
+    from attncap.models.mixers import sliding_window_softmax
+    from attncap.models.reference import sliding_window_softmax as naive_window
+
+    q, k, v, _ = _inputs(5, shape=(2, 3, 20, 5))
+    got = mix("softmax_window8", q, k, v)
+    torch.testing.assert_close(got, naive_window(q, k, v, 8), atol=TOL, rtol=0)
+    torch.testing.assert_close(got, sliding_window_softmax(q, k, v, window=8), atol=0, rtol=0)
+    full = softmax_attention(q, k, v)
+    torch.testing.assert_close(got[..., :8, :], full[..., :8, :], atol=TOL, rtol=0)
+    assert not torch.allclose(got[..., 8:, :], full[..., 8:, :])
+    # moving a value more than 8 positions back changes softmax's output but not the window's
+    v2 = v.clone()
+    v2[..., 3, :] += 1.0
+    torch.testing.assert_close(mix("softmax_window8", q, k, v2)[..., 11:, :], got[..., 11:, :], atol=TOL, rtol=0)
+    assert not torch.allclose(softmax_attention(q, k, v2)[..., 11:, :], full[..., 11:, :])
+
+
+def test_register_fills_every_registry_and_refuses_bad_names(monkeypatch):
+    from attncap.models import mixers
+
+    for table in ("MIXERS", "BETA_MAX", "RETRIEVAL_KERNELS"):
+        monkeypatch.setattr(mixers, table, dict(getattr(mixers, table)))
+    monkeypatch.setattr(mixers, "SOFTMAX_MIXERS", set(mixers.SOFTMAX_MIXERS))
+    mixers.register("toy_delta", mixers.MIXERS["deltanet_02"], beta_max=2.0, softmax_scores=True, kernel="linear")
+    assert mixers.BETA_MAX["toy_delta"] == 2.0 and "toy_delta" in mixers.SOFTMAX_MIXERS
+    assert mixers.RETRIEVAL_KERNELS["toy_delta"] == "linear"
+    q, k, v, beta = _inputs(6)
+    torch.testing.assert_close(mixers.mix("toy_delta", q, k, v, beta=beta), mixers.mix("deltanet_02", q, k, v, beta=beta))
+    with pytest.raises(ValueError, match="already registered"):
+        mixers.register("softmax", mixers.softmax_attention)
+    with pytest.raises(ValueError, match="letters, digits"):
+        mixers.register("n5-bad", mixers.softmax_attention)
+    with pytest.raises(ValueError, match="no reference"):
+        reference("toy_delta", q, k, v, beta)  # registered without a step-by-step form: test_mixers fails

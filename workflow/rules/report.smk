@@ -26,6 +26,8 @@ rule reference:
         figures=[HEADLINES[claim] for claim in config["claims"]],
     output:
         directory(f"reference/{TIER}"),
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/reference.log",
     shell:
@@ -37,6 +39,8 @@ rule compare:
         claims=expand("results/claims/{claim}.json", claim=config["claims"]),
     output:
         "results/compare.md",
+    conda:
+        "../../envs/attncap.yaml"
     log:
         "results/logs/compare.log",
     shell:

@@ -16,6 +16,7 @@ from attncap.precision import (ALPHA_FAMILY, Crossing, find_crossing, first_fail
                                sequential_test)
 from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM, masked_accuracy, masked_token_loss, scored_positions
+from attncap.models.mixers import MIXERS
 from attncap.tasks.retrieval_capacity import GrowingDotStream, mqar_batch, mqar_curriculum_batch, sample_unit_dots, unit_vectors
 from attncap.claims import DIVERGED, STILL_MOVING, learning_status
 from attncap.train import TrainSettings, final_loss, generators, loss_curve, train_batched
@@ -34,6 +35,9 @@ def check_config(section: dict) -> list[str]:
     bad = [d for d in e5["d_model"] if d % e5["heads"]]
     if bad:
         problems.append(f"E5.d_model: {bad} not divisible by heads={e5['heads']}")
+    for i, name in enumerate(e5["mixers"]):  # any registered mixer trains here (docs/adding-a-mixer.md)
+        if name not in MIXERS:
+            problems.append(f"E5.mixers[{i}]: unknown mixer {name!r}; known: {sorted(MIXERS)}")
     return problems
 
 

@@ -3,6 +3,11 @@
 Tensors are (..., T, d): any leading axes (model, batch, head) broadcast through. Causal masking
 is on by default. Mixers are registered by name in `MIXERS` so configs can pick them: softmax and
 linear attention (U = V), DeltaNet and DeltaFormer (U from one triangular solve, see `delta_values`).
+
+Adding a mixer (docs/adding-a-mixer.md): its function here, its step-by-step form in `models.reference`
+(the tests hold every registered mixer to it), and one `register(...)` call, which also records whether it
+takes β, whether its scores are softmax logits and which retrieval kernel its read is. The mixer lists of
+claim 1's E5 and claim 5's S1-S4 then accept its name, and the mixer card (attncap.mixer_card) shows it.
 """
 from __future__ import annotations
 
@@ -27,21 +32,26 @@ def causal_mask(length: int, device=None, strict: bool = False) -> torch.Tensor:
 
 
 @functools.lru_cache(maxsize=64)
-def _causal_bias(length: int, dtype: torch.dtype, device: torch.device, strict: bool) -> torch.Tensor:
+def _causal_bias(length: int, dtype: torch.dtype, device: torch.device, strict: bool,
+                 window: int = 0) -> torch.Tensor:
     """Additive mask: 0 where position s may be attended from t, -inf elsewhere.
 
     strict=True allows only s < t, except that row 0 sees itself (a softmax over no position is NaN;
-    callers of the strict form ignore the diagonal).
+    callers of the strict form ignore the diagonal). window = w > 0 also forbids s ≤ t − w (t sees its
+    last w positions, itself included).
     """
     allowed = causal_mask(length, device, strict=strict)
+    if window > 0:
+        allowed &= ~causal_mask(length, device).tril(-window)
     allowed[0, 0] = True
     return torch.zeros(length, length, dtype=dtype, device=device).masked_fill(~allowed, float("-inf"))
 
 
-def masked_scores(q, k, scale: float, strict: bool = False) -> torch.Tensor:
-    """scale·q·kᵀ + causal bias as (..., T, T), in one fused batched multiply-add."""
+def masked_scores(q, k, scale: float, strict: bool = False, window: int = 0) -> torch.Tensor:
+    """scale·q·kᵀ + causal bias (limited to the last `window` positions when > 0) as (..., T, T), in one
+    fused batched multiply-add."""
     length, dim = q.shape[-2], q.shape[-1]
-    bias = _causal_bias(length, q.dtype, q.device, strict)
+    bias = _causal_bias(length, q.dtype, q.device, strict, window)
     scores = torch.baddbmm(bias.expand(q.shape[:-2].numel(), length, length), q.reshape(-1, length, dim),
                            k.reshape(-1, length, dim).transpose(1, 2), alpha=scale)
     return scores.view(*q.shape[:-1], length)
@@ -60,6 +70,17 @@ def softmax_attention(q, k, v, *, causal: bool = True, scale: float | None = Non
     else:
         weights = (torch.einsum("...td,...sd->...ts", q, k) * scale).softmax(-1)
     return weights @ v
+
+
+def sliding_window_softmax(q, k, v, *, window: int, scale: float | None = None):
+    """Causal softmax attention over the last `window` positions only (s ∈ (t − window, t]), as in
+    Longformer/Mistral's local attention: the Transformer's read with a memory that forgets by position.
+
+    The worked example of docs/adding-a-mixer.md. The window enters as the additive -inf bias of
+    `masked_scores`, so the cost and the kernel are softmax's; only what t can see changes.
+    """
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    return masked_scores(q, k, scale, window=window).softmax(-1) @ v
 
 
 def linear_attention(q, k, v, *, feature: str = "identity", normalize: bool = False, causal: bool = True,
@@ -210,6 +231,39 @@ as diverged. (κ1 = zero ignores β: it is the Transformer.)"""
 SOFTMAX_MIXERS = {"softmax", "deltaformer_exp", "deltaformer_linear", "deltaformer_zero", "deltaformer_round",
                   "deltaformer_exp_01", "deltaformer_linear_01"}
 """Mixers whose scores are softmax logits (rotary embeddings apply to these)."""
+
+
+RETRIEVAL_KERNELS = {"softmax": "exp", "linear_identity": "linear", "deltaformer_zero": "exp"}
+"""Mixers whose read is a plain kernel-weighted sum of the stored values, and that kernel as claim 1's E2
+names it (linear, relu, exp): E2's retrieval SNR⁻¹ of that kernel is the mixer's (the mixer card's SNR
+column). Normalised linear attention (elu features) has no E2 kernel; DeltaNet and DeltaFormer transform
+the values first, so the Gaussian-key SNR of a kernel sum is not theirs."""
+
+
+def register(name: str, fn, *, beta_max: float | None = None, softmax_scores: bool = False,
+             kernel: str | None = None) -> None:
+    """The one registry entry of a new mixer: `fn(q, k, v)` (with `beta_max`: `fn(q, k, v, beta, **kw)`
+    taking β ∈ (0, beta_max) per position and return_values=True, as the delta mixers do); `softmax_scores`:
+    its scores are softmax logits (rotary embeddings apply to them); `kernel`: the E2 kernel of its read
+    (see RETRIEVAL_KERNELS). Its step-by-step form goes in `models.reference.REFERENCES`."""
+    if name in MIXERS:
+        raise ValueError(f"mixer {name!r} is already registered")
+    if not name or "-" in name or name != name.strip():
+        # part names of claim 5's jobs are "n<n>-<mixer>[-L<depth>]": a '-' in a mixer name would be ambiguous
+        raise ValueError(f"mixer name {name!r}: use letters, digits and '_' only")
+    MIXERS[name] = fn
+    if beta_max is not None:
+        BETA_MAX[name] = float(beta_max)
+    if softmax_scores:
+        SOFTMAX_MIXERS.add(name)
+    if kernel is not None:
+        RETRIEVAL_KERNELS[name] = kernel
+
+
+# The worked example of docs/adding-a-mixer.md: local (sliding-window) softmax attention, window 8. No
+# tier config lists it; E5 and S1 take it by name (`mixers: [softmax, softmax_window8]`). No kernel: its
+# read is exp, but it never holds more than 8 memories, so E2's SNR⁻¹ at N stored items is not its.
+register("softmax_window8", functools.partial(sliding_window_softmax, window=8), softmax_scores=True)
 
 
 def mix(name: str, q, k, v, beta=None, return_values: bool = False):

@@ -21,6 +21,16 @@ def softmax_attention(q, k, v):
     return out
 
 
+def sliding_window_softmax(q, k, v, window: int):
+    """o_t = Σ_{t−window<s≤t} softmax_s(q_t·k_s/√d) v_s: softmax over the last `window` positions only."""
+    out = torch.zeros_like(v)
+    for t in range(q.shape[-2]):
+        lo = max(0, t - window + 1)
+        w = torch.softmax(torch.einsum("...d,...sd->...s", q[..., t, :], k[..., lo : t + 1, :]) / math.sqrt(q.shape[-1]), -1)
+        out[..., t, :] = torch.einsum("...s,...sd->...d", w, v[..., lo : t + 1, :])
+    return out
+
+
 def linear_attention(q, k, v, feature: str):
     """o_t = Σ_{s≤t} (φ(q_t)·φ(k_s)) v_s; with φ = elu+1 divided by Σ_{s≤t} φ(q_t)·φ(k_s) (+1e-6)."""
     phi = (lambda x: x) if feature == "identity" else (lambda x: F.elu(x) + 1)
@@ -74,8 +84,18 @@ def deltaformer(q, k, v, beta, kernel: str):
     return softmax_attention(q, k, u)
 
 
+REFERENCES = {
+    "softmax_window8": lambda q, k, v, beta: sliding_window_softmax(q, k, v, window=8),
+}
+"""Mixer name → its step-by-step form fn(q, k, v, beta), for mixers added with `mixers.register` (the
+original families below are dispatched by name). tests/test_mixers.py holds every name in `MIXERS` to
+`reference`, so a mixer registered without an entry here fails the tests."""
+
+
 def reference(name: str, q, k, v, beta=None):
     """The step-by-step output of registered mixer `name` (β per position for the delta mixers)."""
+    if name in REFERENCES:
+        return REFERENCES[name](q, k, v, beta)
     if name == "softmax":
         return softmax_attention(q, k, v)
     if name.startswith("linear_"):
