@@ -60,7 +60,7 @@ def rgr_runs(section: dict, steps: int, exp: str | None, device: str, threads: i
     RunContext.create(claim="rgr_capacity", experiment=exp or "R4", device=device, threads=threads)  # threads, seed
     candidates = []
     for name in ([exp] if exp else list(rgr.SEARCH_EXPERIMENTS)):
-        spec = {**section[name], "train": {**section[name]["train"], "steps": steps}}
+        spec = {**section[name], "train": {**section[name]["train"], "steps": steps, "max_steps": None}}
         candidates += [(c["m"] ** 2 * c["d_model"], name, spec, c) for c in rgr.cells(name, spec)]
     _, name, spec, cell = max(candidates, key=lambda c: c[0])
     datas = {s: rgr.cell_data(cell, s, spec) for s in spec["seeds"]}

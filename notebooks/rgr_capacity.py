@@ -62,10 +62,12 @@ print(f"tier: {tier}; run tables: {sorted(tables)}; rows: { {k: len(v) for k, v 
 #   All head splits (and all seeds and pending budgets) of a cell train together on one model axis.
 # * **Stopping and the witness model.** F1 on all pairs is measured every `eval_every` steps. A model is
 #   done at the first evaluation with F1 ≥ 0.99 (success, weights kept) or when its F1 has not risen by
-#   `min_delta` for `patience` steps (failure, its best weights kept) or at `steps`. Both rules depend on
-#   the model alone, so a model's result does not depend on its batch mates. D_K* is therefore *"the
-#   smallest D_K that this training budget reaches F1 ≥ 0.99 on"*: an upper bound on the true capacity
-#   threshold of the architecture.
+#   `min_delta` for `patience` steps (failure, its best weights kept); a settled model is frozen and costs
+#   nothing more. A model still improving at the budget `steps` is continued at the same constant learning
+#   rate by the same rule until it settles or reaches the stated cap `max_steps` (stopped `cap`, uncertified).
+#   Both rules depend on the model alone, so a model's result does not depend on its batch mates. D_K* is
+#   therefore *"the smallest D_K that this training reaches F1 ≥ 0.99 on"*: an upper bound on the true
+#   capacity threshold of the architecture.
 # * **D_K\* search.** Per (h, seed): start at a fixed `start_d_k_total` rounded up to a multiple of h, halve
 #   while passing / double while failing, then bisect the bracket over multiples of h until
 #   hi − lo ≤ max(h, rel_tol·lo). Per-head width is capped at d_k ≤ d_model (a head's W_Q^T W_K cannot
@@ -92,6 +94,18 @@ print(f"tier: {tier}; run tables: {sorted(tables)}; rows: { {k: len(v) for k, v 
 claim.checks()
 
 # %% [markdown]
+# How long the trainings ran: per stopping reason, the number of trained scorers and the largest step count;
+# `continued` counts those trained past their budget (still improving there) by the same patience rule.
+
+# %%
+_trained = pd.concat([t[(t["row_type"] == "eval") & (t["kind"] == "trained")] for t in tables.values()
+                      if t is not None and "row_type" in t], ignore_index=True)
+if "budget" in _trained:
+    _trained["continued"] = _trained["steps_run"] > _trained["budget"]
+    print(_trained.groupby("stopped").agg(trainings=("h", "size"), continued=("continued", "sum"),
+                                          most_steps=("steps_run", "max")).to_string())
+
+# %% [markdown]
 # ## 1. F1 against the key budget, one curve per head count (paper Fig. 1)
 #
 # R1: one compressed cell (m, d_model) with a permutation graph, every head split of every D_K in the
@@ -112,9 +126,10 @@ if r1 is not None:
     for h, group in built.groupby("h"):
         mean = group.groupby("d_k_total")["f1_all"].mean()
         ax.plot(mean.index, mean.values, ls="--", color=palette[h], alpha=0.7, lw=1.2)
-    failed = trained[trained["stopped"].isin(["budget", "diverged"])] if "stopped" in trained else trained.iloc[:0]
+    failed = (trained[trained["stopped"].isin(["budget", "cap", "diverged"])] if "stopped" in trained
+              else trained.iloc[:0])
     ax.scatter(failed["d_k_total"], failed["f1_all"], facecolors="white", edgecolors="red", s=28, zorder=4,
-               label="run stopped at the step budget while improving (uncertified)")
+               label="run stopped at its step budget or cap while improving (uncertified)")
     ax.axhline(0.99, color="grey", ls=":", lw=1)
     ax.plot([], [], ls="--", color="grey", label="constructed (dashed)")
     plotting.label(ax, f"F1 vs total key dimension ({cell_title})", "total key dimension D_K = h·d_k (log scale)",
@@ -175,8 +190,8 @@ plotting.save(fig, figures, CLAIM, "dkstar_heatmap")
 # over seeds); the grey bar spans the brackets' lower to upper ends. Lines: the laws the verdict compares,
 # each with the exponent the law fixes and one constant per graph family (`rules.law_decision`): solid the
 # claimed D_K* = c·m'·ln m'/d_model, dashed the rival without the log factor (plotted against the same x).
-# Hollow markers: cells whose deciding trainings failed their learning certificate (stopped at the step
-# budget while still improving, or diverged); crosses: the constructed reference.
+# Hollow markers: cells whose deciding trainings failed their learning certificate (still improving at the
+# step cap of the continuation, or diverged); crosses: the constructed reference.
 
 # %%
 points = rules.law_points(trained_rows)
@@ -306,7 +321,7 @@ print(f"{len(perfect)} models with all-pairs F1 = 1; their minimum context F1:",
 # `law_prediction` is the claimed law c_family·m'·ln m'/d_model with the constants the verdict fitted;
 # `lower`/`middle`/`upper` the cell's D_K* at the search brackets' ends; `best_h_set` the head counts the
 # seed-widened ranges cannot tell from the best (the verdict `best_h_grows` compares these sets);
-# `certified` False where a deciding training stopped at the step budget while improving. `dk_star_h1` = ∞ means one head never reached F1 ≥ 0.99
+# `certified` False where a deciding training was still improving at its cap (or diverged). `dk_star_h1` = ∞ means one head never reached F1 ≥ 0.99
 # up to d_k = d_model.
 
 # %%

@@ -560,3 +560,101 @@ def test_heads_help_unresolved_between_seeds():
     assert check.verdict == INCONCLUSIVE and check.reason.startswith("not resolved")
     equal = _search_table({(64, 16, "permutation", 1): {1: 16, 2: 32, 4: 48}})
     assert claims.checks({"R2": equal})[2].verdict == NOT_REPRODUCED
+
+
+# ---- continuation until certified (issue 22) ------------------------------------------------------
+
+def _continued(steps, max_steps=None, patience=400):
+    spec = _spec(steps=steps, eval_every=5, patience=patience, lr=0.02)
+    if max_steps is not None:
+        spec["train"]["max_steps"] = max_steps
+    return spec
+
+
+CONTINUED_CELL = dict(m=24, d_model=8, graph="permutation", k=1)
+CONTINUED_REQUESTS = [(1, 2, 0), (2, 4, 1), (1, 8, 0), (2, 16, 1)]
+
+
+def test_a_continued_training_equals_one_training_of_the_same_length():
+    """Budget 20 continued to the cap 120 by the patience rule = one training with budget 120: the same
+    weights, F1 and stopping step per model; a run still improving at the end is `cap` there, `budget` here."""
+    cell = CONTINUED_CELL
+    datas = {s: exp.cell_data(cell, s, _continued(20)) for s in (0, 1)}
+    continued = exp.train_requests(cell, CONTINUED_REQUESTS, _continued(20, 120), datas, "cpu")
+    whole = exp.train_requests(cell, CONTINUED_REQUESTS, _continued(120), datas, "cpu")
+    short = exp.train_requests(cell, CONTINUED_REQUESTS, _continued(20), datas, "cpu")
+    assert any(r["stopped"] == "budget" for r in short)  # the case the continuation exists for
+    assert any(r["steps_run"] > 20 for r in continued)
+    for a, b in zip(continued, whole):
+        assert (a["f1_all"], a["tau"], a["steps_run"]) == (b["f1_all"], b["tau"], b["steps_run"])
+        assert a["stopped"] == {"budget": "cap"}.get(b["stopped"], b["stopped"])
+        assert (a["budget"], a["max_steps"], b["max_steps"]) == (20, 120, 120)
+    for a, b in zip(continued, short):  # models settled within the budget are not trained further
+        if b["stopped"] in ("target", "plateau"):
+            assert (a["f1_all"], a["steps_run"], a["stopped"]) == (b["f1_all"], b["steps_run"], b["stopped"])
+
+
+def test_early_stopped_models_are_frozen_and_skipped():
+    """A settled model is left out of the forward pass (scores_of) and held fixed by the loop: the others
+    train exactly as they would beside it."""
+    bank = ScorerBank([1, 2, 2, 4], [8, 4, 4, 2], [0, 1, 2, 3], d_model=6).double()
+    x = torch.randn(4, 9, 6, dtype=torch.float64)
+    full = bank(x)
+    torch.testing.assert_close(bank.scores_of([1, 3], x), full[[1, 3]], rtol=0, atol=0)
+    assert bank.scores_of([], x).shape == (0, 9, 9)
+    # one model settles early (patience 5 on a hopeless budget), the others keep going
+    cell = CONTINUED_CELL
+    spec = _continued(60, 60, patience=400)
+    datas = {s: exp.cell_data(cell, s, spec) for s in (0, 1)}
+    early = _continued(60, 60, patience=10)
+    together = exp.train_requests(cell, CONTINUED_REQUESTS, early, datas, "cpu")
+    for request, row in zip(CONTINUED_REQUESTS, together):
+        alone = exp.train_requests(cell, [request], early, datas, "cpu")[0]
+        assert (row["f1_all"], row["steps_run"], row["stopped"]) == pytest.approx(
+            (alone["f1_all"], alone["steps_run"], alone["stopped"]), rel=1e-6)
+
+
+def test_searches_read_the_continued_trainings():
+    """The D_K* search decides on the continued result: budget 10 continued to 150 gives the search of a
+    150-step budget (two heads pass at D_K = 12), not the one of a 10-step budget (nothing passes)."""
+    cell = dict(m=16, d_model=8, graph="permutation", k=1)
+    spec = _spec(steps=10, eval_every=5, patience=400, lr=0.1)
+    spec["train"]["max_steps"] = 150
+    spec["heads"], spec["seeds"] = [1, 2], [0]
+    datas = {0: exp.cell_data(cell, 0, spec)}
+
+    def search(s):
+        return exp.run_search(cell, s, lambda req: exp.train_requests(cell, req, s, datas, "cpu"), "trained")
+
+    continued_evals, continued = search(spec)
+    whole_spec = {**spec, "train": {**spec["train"], "steps": 150}}
+    whole_spec["train"].pop("max_steps")
+    _, whole = search(whole_spec)
+    _, short = search({**spec, "train": {**spec["train"], "max_steps": None}})
+    assert [s["dk_star"] for s in continued] == [s["dk_star"] for s in whole]
+    assert [s["dk_star"] for s in continued] != [s["dk_star"] for s in short]
+    assert all(r["stopped"] != "budget" for r in continued_evals)
+    assert any(r["stopped"] == "target" and r["steps_run"] > 10 for r in continued_evals)
+
+
+def test_the_certificate_reads_the_continued_runs_and_names_the_cap():
+    table = _search_table({(32, 32, "permutation", 1): {1: 4, 2: 8}})
+    evals = table["row_type"] == "eval"
+    table.loc[evals, ["budget", "max_steps", "steps_run"]] = [4000, 16000, 9000]
+    assert claims.certificate({"R2": table}, claims.SEARCHES).ok  # continued past the budget, then a plateau
+    capped = table.copy()
+    capped.loc[evals, "stopped"] = "cap"
+    capped.loc[evals, "steps_run"] = 16000
+    certificate = claims.certificate({"R2": capped}, claims.SEARCHES)
+    assert certificate.kind == STILL_MOVING
+    assert "at the cap of 16000 steps (4× the 4000-step budget) they were continued to" in certificate.text
+    check = claims.checks({"R2": capped})[1]
+    assert check.verdict == INCONCLUSIVE and "16000" in check.reason
+
+
+def test_a_cap_below_the_budget_is_rejected():
+    config = copy.deepcopy(_smoke())
+    config["rgr_capacity"]["R2"]["train"] = {**config["rgr_capacity"]["R2"]["train"], "max_steps": 10}
+    with pytest.raises(ConfigError) as err:
+        validate_config(config)
+    assert "R2.train.max_steps: max_steps=10 < steps=" in str(err.value)

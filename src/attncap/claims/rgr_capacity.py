@@ -45,7 +45,8 @@ at the bracket's lower end, its geometric middle and its upper end (else it depe
 resolution, and is not resolved)."""
 PRECONDITION = ("every trained scorer finite, and every failure that decides a D_K* (F1 < target at the largest "
                 "failing D_K, or at the cap) stopped on a plateau (no gain for `patience` steps at the constant "
-                "learning rate), not at the step budget while still improving; only the cells the check compares")
+                "learning rate), not while still improving at the step budget or, continued past it by the same "
+                "rule, at the stated cap `max_steps`; only the cells the check compares")
 
 
 def certificate(tables: dict[str, pd.DataFrame], experiments=("R1",) + SEARCHES, cells=None) -> Certificate:
@@ -86,16 +87,34 @@ def certificate(tables: dict[str, pd.DataFrame], experiments=("R1",) + SEARCHES,
                      for c, h, dk, s in zip(frame["cell"], frame["h"], frame["d_k_total"], frame["seed"]))
 
     diverged = evals[evals["stopped"] == "diverged"]
-    budget = evals[evals["stopped"] == "budget"]
+    moving = evals[evals["stopped"].isin(("budget", "cap"))]
     failures = []
     if len(diverged):
         failures.append(Failure(DIVERGED, names(diverged),
                                 f"diverged: {len(diverged)} trainings ({listing(names(diverged), 4)})"))
-    if len(budget):
-        failures.append(Failure(STILL_MOVING, names(budget),
-                                f"still moving: {len(budget)} of {len(evals)} deciding trainings failed at the step "
-                                f"budget while still improving ({listing(names(budget), 4)})"))
+    if len(moving):
+        failures.append(Failure(STILL_MOVING, names(moving),
+                                f"still moving: {len(moving)} of {len(evals)} deciding trainings failed while still "
+                                f"improving at {_limits(moving)} ({listing(names(moving), 4)})"))
     return Certificate(tuple(failures))
+
+
+def _limits(moving: pd.DataFrame) -> str:
+    """Where the still-improving trainings were stopped: their step budget, or the stated cap of the
+    continuation past it (`max_steps`, from the run table)."""
+    parts = []
+    capped = moving[moving["stopped"] == "cap"]
+    if len(capped):
+        caps = sorted({int(c) for c in capped["max_steps"].dropna()}) if "max_steps" in capped else []
+        budgets = sorted({int(b) for b in capped["budget"].dropna()}) if "budget" in capped else []
+        ratio = (f" ({caps[0] / budgets[0]:g}× the {budgets[0]}-step budget)"
+                 if len(caps) == 1 and len(budgets) == 1 and budgets[0] else "")
+        parts.append(f"the cap of {'/'.join(map(str, caps)) or '?'} steps{ratio} they were continued to")
+    budget = int((moving["stopped"] == "budget").sum())
+    if budget:
+        parts.append("the step budget (no continuation configured)" if not parts else
+                     f"the step budget ({budget} of them, no continuation configured)")
+    return " and ".join(parts)
 
 
 def _num(value) -> str:

@@ -102,6 +102,11 @@ def check_config(section: dict) -> list[str]:
     for experiment, spec in section.items():
         if not isinstance(spec, dict):
             continue
+        train = spec.get("train")
+        if isinstance(train, dict) and train.get("max_steps") is not None and train.get("steps") is not None \
+                and train["max_steps"] < train["steps"]:
+            problems.append(f"{experiment}.train.max_steps: max_steps={train['max_steps']} < steps={train['steps']}; "
+                            "the cap of a continued training is at least its budget")
         for h in spec.get("heads", []):
             for dk in spec.get("d_k_total", []):
                 if dk % h:
@@ -150,13 +155,68 @@ def train_settings(spec: dict) -> TrainSettings:
     return TrainSettings(steps=t["steps"], lr=t["lr"], optimizer="adam")
 
 
+def step_cap(spec: dict) -> int:
+    """The stated cap of a training continued past its budget (`train.max_steps`, at least the budget;
+    without it, the budget: no continuation)."""
+    t = spec["train"]
+    return max(int(t["steps"]), int(t.get("max_steps") or t["steps"]))
+
+
+STOP_REASONS = ("target", "plateau", "budget", "cap", "diverged")
+"""Why a trained scorer stopped: `target` (F1 reached), `plateau` (best F1 gained < min_delta for `patience`
+steps), `budget` (steps ran out while still improving, no continuation configured), `cap` (continued past the
+budget while still improving, up to `max_steps`, and still improving there), `diverged` (F1 never finite)."""
+
+
+class PatienceRule:
+    """Claim 4's learning certificate, one per model: settled at the first evaluation with F1 >= target, or once
+    the best F1 has not risen by `min_delta` for `patience` steps. `train_requests` stops (freezes) a model when
+    it settles, and passes `until_certified` to the training loop, so a model still improving at the budget is
+    continued by the same rule (at the same constant learning rate) until it settles or reaches the cap."""
+
+    def __init__(self, n: int, target: float, patience: int, min_delta: float):
+        self.target, self.patience, self.min_delta = target, patience, min_delta
+        self.best = np.full(n, -1.0)  # best F1 so far (its weights are the snapshot)
+        self.ref = np.full(n, -np.inf)  # F1 at the last improvement by >= min_delta, and its step
+        self.ref_step = np.zeros(n, dtype=int)
+        self.done = np.zeros(n, dtype=bool)
+        self.done_step = np.full(n, -1)
+        self.stopped = np.full(n, "", dtype=object)
+
+    def observe(self, steps: int, f1: np.ndarray, models: np.ndarray, end: str | None = None) -> list[int]:
+        """Record F1 (one value per index in `models`) after `steps` steps; return the models whose best F1
+        rose (their weights are the new snapshot). `end`: the reason given to models still unsettled because
+        training ends here ("budget" or "cap")."""
+        improved = []
+        for i, value in zip(models, f1):
+            if self.done[i]:
+                continue
+            if value > self.best[i]:
+                self.best[i] = value
+                improved.append(int(i))
+            if value >= self.ref[i] + self.min_delta:
+                self.ref[i], self.ref_step[i] = value, steps
+            reason = ("target" if value >= self.target else
+                      "plateau" if steps - self.ref_step[i] >= self.patience else end or "")
+            if reason:
+                self.done[i], self.done_step[i], self.stopped[i] = True, steps, reason
+        return improved
+
+    def certified(self, history=None, model_steps=None) -> torch.Tensor:
+        """The `until_certified` predicate of `attncap.train.train_batched`: settled by this rule (target or
+        plateau). The loss history is not what claim 4 certifies (its certificate is this F1 rule)."""
+        return torch.as_tensor(self.done & np.isin(self.stopped, ("target", "plateau")))
+
+
 def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict, datas: dict, device: str) -> list[dict]:
     """Train one scorer per request (h, D_K, seed) on one model axis; return one result dict each.
 
-    A model is *done* at the first evaluation with all-pairs F1 >= target (its weights are kept) or
-    when its best F1 has not risen by `min_delta` for `patience` steps (its best weights are kept).
-    Both rules look at the model alone, so its result does not depend on its batch mates; training
-    stops when every model is done or at `steps`.
+    A model is *done* when `PatienceRule` settles it (F1 >= target: its weights are kept; or no gain for
+    `patience` steps: its best weights are kept); from then on it is frozen and costs nothing. Models still
+    improving at the budget `steps` are continued at the same constant learning rate by the same rule, up to
+    the cap `max_steps` (`step_cap`); those still improving there stop with reason `cap` (or `budget` when no
+    continuation is configured). Both rules look at the model alone, so its result does not depend on its
+    batch mates.
     """
     t = spec["train"]
     m = cell["m"]
@@ -168,61 +228,56 @@ def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict,
     adj = torch.tensor(np.stack([datas[s]["adj"] for _, _, s in requests]), device=device)
     valid = ~torch.eye(m, dtype=torch.bool, device=device).expand_as(adj)
     n = len(requests)
-    best = np.full(n, -1.0)  # best F1 so far (its weights are the snapshot)
-    ref = np.full(n, -np.inf)  # F1 at the last improvement by >= min_delta, and its step
-    ref_step = np.zeros(n, dtype=int)
-    done = np.zeros(n, dtype=bool)
-    done_step = np.full(n, -1)
-    # why each model stopped: "target" (F1 reached), "plateau" (no gain for `patience` steps) or "budget"
-    # (steps ran out while still improving: an under-trained failure, see the learning certificate)
-    stopped = np.full(n, "", dtype=object)
+    settings = train_settings(spec)
+    cap = step_cap(spec)
+    rule = PatienceRule(n, t["target_f1"], t["patience"], t["min_delta"])
     snapshots: list = [None] * n
     temperature = t["temperature"]
 
     loss = BalancedLogisticLoss(adj, valid, t["pos_weight"], dtype=x.dtype)
 
     def loss_fn(model, _batch):
-        return loss(model(x, temperature), model.tau)
+        # only the models still training are computed; the frozen ones get loss 0 and no gradient
+        active = np.flatnonzero(~rule.done)
+        if len(active) == n:
+            return loss(model(x, temperature), model.tau)
+        index = torch.as_tensor(active, device=device)
+        own = loss(model.scores_of(active, x, temperature), model.tau[index], active)
+        return torch.zeros(n, dtype=own.dtype, device=device).index_copy(0, index, own)
 
     def on_step(step, _losses, _batch):
-        last = step + 1 == t["steps"]
-        if step % t["eval_every"] and not last:
-            return False
+        end = "cap" if step + 1 == cap and cap > t["steps"] else "budget" if step + 1 == cap else None
+        if step % t["eval_every"] and end is None and step + 1 != t["steps"]:
+            return None
+        active = np.flatnonzero(~rule.done)
         with torch.no_grad():
-            f1 = f1_per_model(bank(x), bank.tau, adj, valid).cpu().numpy()
-        for i in np.flatnonzero(~done):
-            if f1[i] > best[i]:
-                best[i] = f1[i]
-                snapshots[i] = bank.model_weights(i)
-            if f1[i] >= ref[i] + t["min_delta"]:
-                ref[i], ref_step[i] = f1[i], step + 1
-            reason = ("target" if f1[i] >= t["target_f1"] else
-                      "plateau" if step + 1 - ref_step[i] >= t["patience"] else "budget" if last else "")
-            if reason:
-                done[i] = True
-                done_step[i] = step + 1
-                stopped[i] = reason
-        return bool(done.all())
+            index = torch.as_tensor(active, device=device)
+            f1 = f1_per_model(bank.scores_of(active, x), bank.tau[index], adj[index], valid[index]).cpu().numpy()
+        for i in rule.observe(step + 1, f1, active, end):
+            snapshots[i] = bank.model_weights(i)
+        return torch.as_tensor(rule.done.copy())
 
     start = time.perf_counter()
-    train_batched(bank, lambda step: None, loss_fn, train_settings(spec), desc=f"R {cell_name(cell)}",
-                  on_step=on_step)
+    result = train_batched(bank, lambda step: None, loss_fn, settings, desc=f"R {cell_name(cell)}", on_step=on_step,
+                           **(dict(until_certified=rule.certified, max_steps=cap, check_every=t["eval_every"])
+                              if cap > t["steps"] else {}))
     seconds = time.perf_counter() - start
+    # a model's share of the wall time: proportional to the steps it was trained (frozen models cost nothing)
+    shares = np.asarray(result["model_steps"], dtype=float)
+    shares = seconds * shares / shares.sum() if shares.sum() > 0 else np.full(n, seconds / n)
     results = []
     for i, (h, dk, seed) in enumerate(requests):
+        common = dict(kind="trained", h=h, d_k=dk // h, d_k_total=dk, seed=seed, steps_run=int(rule.done_step[i]),
+                      budget=int(t["steps"]), max_steps=cap, wall_time_s=float(shares[i]))
         if snapshots[i] is None:  # F1 was never finite: the run diverged; recorded as such, not as F1 = 0
-            results.append(dict(kind="trained", h=h, d_k=dk // h, d_k_total=dk, seed=seed, tau=math.nan,
-                                steps_run=int(done_step[i]), stopped="diverged", wall_time_s=seconds / n,
-                                f1_all=math.nan))
+            results.append(dict(common, tau=math.nan, stopped="diverged", f1_all=math.nan))
             continue
         wq, wk, tau = snapshots[i]
         with torch.no_grad():
             scores = head_scores(torch.tensor(datas[seed]["x"]), wq.double().cpu(), wk.double().cpu()).amax(0)
-        row = dict(kind="trained", h=h, d_k=dk // h, d_k_total=dk, seed=seed, tau=tau,
-                   steps_run=int(done_step[i]),
-                   stopped="target" if best[i] >= t["target_f1"] else ("diverged" if not np.isfinite(best[i]) or not
-                                                                       math.isfinite(float(tau)) else stopped[i]),
-                   wall_time_s=seconds / n)
+        row = dict(common, tau=tau,
+                   stopped="target" if rule.best[i] >= t["target_f1"] else (
+                       "diverged" if not np.isfinite(rule.best[i]) or not math.isfinite(float(tau)) else rule.stopped[i]))
         row.update(_metrics(scores.numpy(), tau, datas[seed]))
         results.append(row)
     return results

@@ -82,6 +82,18 @@ class ScorerBank(nn.Module):
             self.wk.append(nn.Parameter(torch.stack([p[1] for p in pairs])))
         self.tau = nn.Parameter(torch.zeros(self.n_models))
         self.heads, self.d_k = heads, d_k
+        self._tag_rows()
+
+    def _tag_rows(self) -> None:
+        # the models of each group's rows: the training loop freezes early-stopped models row by row
+        # (attncap.train reads `model_rows`); tagged again whenever .to()/.double() may replace parameters
+        for group, wq, wk in zip(self.members, self.wq, self.wk):
+            wq.model_rows = wk.model_rows = torch.as_tensor(group)
+
+    def _apply(self, fn, *args, **kwargs):
+        out = super()._apply(fn, *args, **kwargs)
+        self._tag_rows()
+        return out
 
     @staticmethod
     def _init(seed: int, h: int, dk: int, d: int, std: float):
@@ -95,6 +107,31 @@ class ScorerBank(nn.Module):
             index = torch.as_tensor(group, device=x.device)
             outs.append(aggregate(head_scores(x[index], wq, wk), temperature))
         return torch.cat(outs)[self.inverse]
+
+    def scores_of(self, models, x: torch.Tensor, temperature: float | None = None) -> torch.Tensor:
+        """Aggregated scores (len(models), m, m) of the listed models only (ascending indices), for
+        embeddings x (M, m, d): the models left out cost nothing and get no gradient (a training whose
+        early-stopped models are frozen pays for the others only). Each model's scores are computed by the
+        same operations as in `forward`, on fewer rows."""
+        models = [int(i) for i in models]
+        if models == list(range(self.n_models)):
+            return self(x, temperature)
+        wanted = set(models)
+        outs, order = [], []
+        for group, wq, wk in zip(self.members, self.wq, self.wk):
+            rows = [j for j, i in enumerate(group) if i in wanted]
+            if not rows:
+                continue
+            chosen = [group[j] for j in rows]
+            if len(rows) < len(group):
+                pick = torch.as_tensor(rows, device=x.device)
+                wq, wk = wq[pick], wk[pick]
+            outs.append(aggregate(head_scores(x[torch.as_tensor(chosen, device=x.device)], wq, wk), temperature))
+            order += chosen
+        if not outs:
+            return x.new_zeros((0, x.shape[1], x.shape[1]))
+        position = {i: p for p, i in enumerate(order)}
+        return torch.cat(outs)[torch.as_tensor([position[i] for i in models], device=x.device)]
 
     def model_weights(self, i: int) -> tuple[torch.Tensor, torch.Tensor, float]:
         """(W_Q, W_K, τ) of model i as (h, d_k, d) tensors, detached."""
@@ -126,11 +163,22 @@ class BalancedLogisticLoss:
         self.n_neg = neg.sum((1, 2)).clamp(min=1)
         self.pos_weight = pos_weight
 
-    def __call__(self, scores: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
+    def __call__(self, scores: torch.Tensor, tau: torch.Tensor, models=None) -> torch.Tensor:
+        """Per-model loss; with `models` (indices), scores and tau hold those models only."""
+        pos, neg, n_pos, n_neg = self.pos, self.neg, self.n_pos, self.n_neg
+        if models is not None:
+            pos, neg, n_pos, n_neg = self._subset(tuple(int(i) for i in models))
         margin = scores - tau[:, None, None]
-        pos_loss = (F.softplus(-margin) * self.pos).sum((1, 2)) / self.n_pos
-        neg_loss = (F.softplus(margin) * self.neg).sum((1, 2)) / self.n_neg
+        pos_loss = (F.softplus(-margin) * pos).sum((1, 2)) / n_pos
+        neg_loss = (F.softplus(margin) * neg).sum((1, 2)) / n_neg
         return self.pos_weight * pos_loss + neg_loss
+
+    def _subset(self, models: tuple[int, ...]):
+        # the set of models still training changes a few times per run: keep the last selection
+        if getattr(self, "_cached", (None,))[0] != models:
+            pick = torch.as_tensor(models, device=self.pos.device)
+            self._cached = (models, (self.pos[pick], self.neg[pick], self.n_pos[pick], self.n_neg[pick]))
+        return self._cached[1]
 
 
 def f1_per_model(scores: torch.Tensor, tau: torch.Tensor, adj: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
