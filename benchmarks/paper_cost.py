@@ -272,24 +272,31 @@ def rgr_capacity(section: dict) -> list[tuple[str, str, float]]:
 # ---- claim 5: swap-task LMs -------------------------------------------------------------------------
 
 def swap_state_tracking(section: dict) -> list[tuple[str, str, float]]:
+    """One row per training job (the experiment's own `parts`: n × mixer × depth × readout), each at its maximum
+    steps and at T_train: an upper bound (the curriculum trains shorter sequences first, early stopping and
+    the per-length budget stop runs sooner)."""
     out = []
-    for exp in ("S1", "S2", "S3"):  # maximum steps at T_train: an upper bound (curriculum, early stopping)
-        spec = section.get(exp)
-        if spec is None:
-            continue
-        for n in spec["n_objects"]:
-            grid = swap_exp.model_grid(exp, spec, n)
+    for exp in sorted(k for k in section if k.startswith("S")):
+        spec = swap_exp.with_defaults(section[exp])
+        for part in swap_exp.parts(exp, spec):
+            n, mixer = swap_exp.parse_part(part)
+            depth, readout = swap_exp.part_layers(part), swap_exp.part_readout(part)
+            job = {**spec, **({"layers": depth} if depth is not None else {}),
+                   **(swap_exp.READOUTS[readout] if readout is not None else {})}
+            grid = swap_exp.model_grid(exp, job, n, mixer, depth, readout)
             seeds = [g["seed"] * 1_000 + n for g in grid]
             model = build(lambda: BatchedLM(seeds, [g["mixer"] for g in grid], vocab=swap_vocab(n),
-                                            d_model=spec["d_model"], n_layers=spec["layers"], n_heads=spec["heads"],
-                                            mlp_ratio=spec["mlp_ratio"], positional="rotary"))
+                                            d_model=job["d_model"], n_layers=job["layers"], n_heads=job["heads"],
+                                            mlp_ratio=job["mlp_ratio"], positional=job["positional"],
+                                            readout_temperature=bool(job["readout_temperature"]),
+                                            max_len=2 * job["T_train"] + 2))
 
             def make_batch(b):
-                batches = [swap_sample(n, spec["T_train"], b, torch.Generator().manual_seed(s)) for s in seeds]
+                batches = [swap_sample(n, job["T_train"], b, torch.Generator().manual_seed(s)) for s in seeds]
                 return to_meta((torch.stack([x.tokens for x in batches]), torch.stack([x.targets for x in batches])))
 
-            per_step = affine(model, lambda m, b: masked_token_loss(m(b[0]), b[1]), make_batch, spec["batch"])
-            out.append((exp, f"n={n} ({len(grid)} models)", per_step * spec["steps"]))
+            per_step = affine(model, lambda m, b: masked_token_loss(m(b[0]), b[1]), make_batch, job["batch"])
+            out.append((exp, f"{part} ({len(grid)} models)", per_step * job["steps"]))
     return out
 
 

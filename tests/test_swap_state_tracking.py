@@ -617,6 +617,11 @@ def test_frontier_falsification_and_boundary_fallback():
     # no length learned at n ≤ 4 (the positive control failed): withheld, never 'not reproduced'
     blind = claim.frontier(protocol_table(learned_n3=(0, 0, 0), learned_n5=(0, 0, 0)))
     assert blind.verdict == INCONCLUSIVE
+    # ... and boundary, withheld on S1 too, says why in distribution (which n was not learned)
+    s1_blind = table({**cells("softmax", lambda n: chance(n), lambda n: chance(n), at_1t=lambda n: chance(n))},
+                     stop_reason="max_steps")
+    both = claim.boundary(s1_blind, protocol_table(learned_n3=(0, 0, 0), learned_n5=(0, 0, 0)))
+    assert both.verdict == INCONCLUSIVE and "in distribution (S4 frontier)" in both.reason and "n = [3]" in both.reason
     # boundary: S1's Transformer withheld (never learned T_train) → decided on the frontier
     s1 = table({**cells("softmax", lambda n: chance(n), lambda n: chance(n), at_1t=lambda n: chance(n))},
                stop_reason="max_steps")
@@ -631,3 +636,50 @@ def test_rounded_kernel_in_the_kernel_table():
     result = claim.kernel(s1, pd.concat([s2, extra], ignore_index=True))
     assert result.measured["round"] == pytest.approx(0.97)
     assert claim.kernel(s1, s2).measured["round"] is None
+
+
+def test_learned_readout_temperature_scales_the_softmax_logits():
+    """readout_temperature=True adds exp(θ) per model and head on q: at θ = 0 the model is the one without it
+    (same initial weights, same outputs); θ = log 2 equals doubling the q rows of the qkv weight (q enters the
+    softmax mixers only through the readout q·k/√d), and changes the outputs (so the option is not a no-op)."""
+    kw = dict(vocab=12, d_model=16, n_layers=1, n_heads=2, max_len=16, positional="rotary")
+    tokens = torch.randint(0, 12, (2, 3, 10), generator=torch.Generator().manual_seed(0))
+    for mixer in ("softmax", "deltaformer_linear"):
+        plain = BatchedLM([1, 2], [mixer] * 2, **kw)
+        temp = BatchedLM([1, 2], [mixer] * 2, readout_temperature=True, **kw)
+        assert not any("log_temperature" in k for k in plain.state_dict())
+        torch.testing.assert_close(temp(tokens), plain(tokens))
+        with torch.no_grad():
+            temp.blocks[0].log_temperature.fill_(math.log(2.0))
+            plain.blocks[0].qkv.weight[:, :16] *= 2.0  # the q rows of the fused (M, 3d, d) projection
+        assert plain.blocks[0].qkv.weight.shape[1] == 48
+        torch.testing.assert_close(temp(tokens), plain(tokens), rtol=1e-4, atol=1e-5)
+        assert not torch.allclose(temp(tokens), BatchedLM([1, 2], [mixer] * 2, **kw)(tokens), atol=1e-4)
+
+
+def test_readout_axis_parts_cells_and_runs():
+    """The `readouts` axis: part names gain -R<variant>, cells carry `readout`, the run uses its positions and
+    temperature (rows say which), and a part outside the axis is refused."""
+    spec = dict(SMALL, models=["softmax", "deltaformer_linear"], readouts={"deltaformer_linear": ["nope", "rotary_temp"]})
+    assert experiment.parts("S2", spec) == ["n3-softmax", "n3-deltaformer_linear-Rnope",
+                                            "n3-deltaformer_linear-Rrotary_temp"]
+    assert experiment.parse_part("n3-deltaformer_linear-Rnope") == (3, "deltaformer_linear")
+    assert experiment.part_readout("n3-deltaformer_linear-Rnope") == "nope"
+    assert experiment.part_layers("n3-softmax-L2-Rnope") == 2 and experiment.part_readout("n3-softmax-L2") is None
+    cells = experiment.expected_cells({"S2": spec})
+    assert cells["S2_n3-deltaformer_linear-Rrotary_temp"][0]["readout"] == "rotary_temp"
+    for part, positional, temperature in (("n3-deltaformer_linear-Rnope", "none", False),
+                                          ("n3-deltaformer_linear-Rrotary_temp", "rotary", True)):
+        ctx = RunContext.create(claim="swap_state_tracking", experiment="S2", part=part, tier="test")
+        rows = experiment.run("S2", dict(spec, steps=20), ctx)
+        assert (rows["readout"] == part_readout_name(part)).all()
+        assert (rows["positional"] == positional).all() and (rows["readout_temperature"] == temperature).all()
+    for bad in ("n3-deltaformer_linear", "n3-deltaformer_linear-Rnope_temp", "n3-softmax-Rnope"):
+        ctx = RunContext.create(claim="swap_state_tracking", experiment="S2", part=bad, tier="test")
+        with pytest.raises(ValueError, match="not in S2"):
+            experiment.run("S2", spec, ctx)
+    assert any("unknown readout" in p for p in experiment.check_config({"S2": dict(spec, readouts=["alibi"])}))
+
+
+def part_readout_name(part: str) -> str:
+    return part.rsplit("-R", 1)[1]

@@ -1,10 +1,11 @@
 # Claim 5: swap-task state tracking, Transformer vs DeltaFormer vs DeltaNet (S1 grid, S2 κ1 ablation).
 SST = "swap_state_tracking"
 SST_FIGURES = ["accuracy_vs_n", "accuracy_vs_position", "learning_front", "control", "kernel_ablation", "beta_ablation",
-               "final_query", "frontier"]
+               "final_query", "frontier", "readout_length"]
 SST_TABLES = ["largest_n_solved", "accuracy", "certificate", "early_stopping", "kernel_ablation", "beta_ablation",
-              "frontier", "protocol"]
-# S1 grid; S2 κ1 and β ablations; S3 Transformer positive control; S4 the paper's protocol and the Transformer frontier
+              "frontier", "protocol", "readout_ablation"]
+# S1 grid; S2 κ1 and β ablations; S3 Transformer positive control; S4 the paper's protocol and the Transformer frontier;
+# S5 DeltaFormer's readout variants (no positions, learned temperature) beyond T_train
 register_claim(SST, SST_FIGURES, SST_TABLES)
 # one job per (n, mixer): a job ends when its own models have learned (early stopping saves real time)
 SST_PARTS = table_parts(SST)

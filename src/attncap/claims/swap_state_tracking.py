@@ -544,7 +544,9 @@ def boundary(frame: pd.DataFrame | None, frontier_frame: pd.DataFrame | None = N
         return check
     in_distribution = frontier(frontier_frame)
     if in_distribution.verdict == INCONCLUSIVE:
+        # both readings withheld: the reason names both, so the in-distribution cap and recipe are stated
         check.measured["frontier"] = in_distribution.measured
+        check.reason = f"{check.reason}; in distribution (S4 frontier): {in_distribution.reason}"
         return check
     s1 = {"S1 (4·T_train)": check.measured, "S1 reason": check.reason}
     check = dataclasses.replace(in_distribution, id="boundary")
@@ -721,6 +723,27 @@ def _depth_rows(frame: pd.DataFrame | None, mixer: str, n=None) -> pd.DataFrame:
     return rows if "layers" in rows else rows.assign(layers=pd.Series(dtype=float))
 
 
+def recipe(frame: pd.DataFrame | None, mixer: str = TRANSFORMER) -> str:
+    """The training recipe and step cap of `mixer`'s S4 runs in words, for reasons that say what a budget-limited
+    result was trained with (issue 22: the cap and the recipe go into the reason)."""
+    rows = _rows(frame, [mixer])
+    if not len(rows):
+        return "no runs"
+    row = rows.iloc[0]
+    parts = []
+    if bool(row.get("mixed_lengths", False)):
+        parts.append("every batch mixing all lengths ≤ the current one")
+    parts.append(f"{row.get('positional', 'rotary')} positions")
+    if "lr" in row:
+        parts.append(f"{row.get('schedule', 'cosine')} lr {float(row['lr']):g} after warm-up")
+    if "curriculum_start" in row and pd.notna(row["curriculum_start"]):
+        parts.append(f"curriculum {int(row['curriculum_start'])} → {int(row['T_train'])} swaps")
+    budget = row.get("stage_steps")
+    if budget is not None and pd.notna(budget):
+        parts.append(f"at most {int(budget)} steps per length (the cap), {int(row['steps'])} in all")
+    return ", ".join(parts)
+
+
 def frontier_table(frame: pd.DataFrame | None) -> pd.DataFrame:
     """The in-distribution frontier: per (mixer, depth, n), the longest curriculum length a held-out check
     passed at `promote_accuracy` (`learned_T`, seed-min), the accuracy at T_train, steps and stop reasons."""
@@ -781,7 +804,8 @@ def protocol(frame: pd.DataFrame | None) -> Check:
             tracks = CLAIMED if acc - noise >= SUCCESS else RIVAL if acc + noise < SUCCESS else NOT_RESOLVED
             if tracks == RIVAL and not learned_control:
                 withheld.append(Certificate.fail(TOO_SHORT, f"{name} below {SUCCESS} but the same depth learned no "
-                                                 "length at n = 3 (no positive control of the recipe)", [name]))
+                                                 "length at n = 3 (no positive control of the recipe; "
+                                                 f"{recipe(frame)})", [name]))
                 continue
             outcomes[name] = flip[tracks]
     check.measured = measured
@@ -821,11 +845,12 @@ def frontier(frame: pd.DataFrame | None) -> Check:
         t_star = min(low)
         measured[key]["T*"] = t_star
         if t_star == 0:
-            withheld.append(Certificate.fail(STILL_MOVING, f"{key} learned no length at some n ≤ 4 (positive control "
-                                             "failed)", [key]))
+            missed = [n for n in FRONTIER_LOW if by_n[n] == 0]
+            withheld.append(Certificate.fail(STILL_MOVING, f"{key} learned no length at n = {missed} (positive control "
+                                             f"failed; {recipe(frame)})", [key]))
             continue
         outcomes[key] = CLAIMED if by_n[5] < t_star else RIVAL
-    check.measured = measured
+    check.measured = {**measured, "recipe": recipe(frame)}
     return _settle(check, outcomes, Certificate.combine(withheld), "each depth learned some length at every n ≤ 4 "
                    "(its positive control)", "frontier comparisons")
 

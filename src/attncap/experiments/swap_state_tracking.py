@@ -20,7 +20,8 @@ budget per curriculum length (a model that has not learned its current length wi
 `learned_T` records the longest length a held-out check passed at `promote_accuracy`), and `depths`
 a per-part depth axis (a list for every model, or {mixer: [depths]}; part names gain "-L<depth>").
 S4 is the paper's own protocol (T_train = 16, a 1-layer DeltaFormer beside 1/2/4-layer Transformers) and
-S5 the Transformer's in-distribution frontier (the curriculum's last length learned, per depth and n).
+the Transformer's in-distribution frontier (the curriculum's last length learned, per depth and n); S5 is
+DeltaFormer's readout beyond T_train (`readouts`: no positions, a learned temperature; see READOUTS).
 """
 from __future__ import annotations
 
@@ -57,9 +58,21 @@ TRAIN_KEYS = ("T_train", "tokens_per_swap", "d_model", "layers", "heads", "mlp_r
               "check_every", "promote_accuracy", "stop_accuracy", "stop_checks")
 DEFAULTS = {"tokens_per_swap": 1, "adam_betas": [0.9, 0.999], "curriculum_start": None, "check_every": 50,
             "check_batches": 2, "promote_accuracy": 0.95, "stop_accuracy": 0.99, "stop_checks": 10,
-            "mixed_lengths": False, "positional": "rotary", "schedule": "cosine", "stage_steps": None}
-RECIPE_KEYS = ("mixed_lengths", "positional", "schedule", "stage_steps")
+            "mixed_lengths": False, "positional": "rotary", "schedule": "cosine", "stage_steps": None,
+            "readout_temperature": False}
+RECIPE_KEYS = ("mixed_lengths", "positional", "schedule", "stage_steps", "readout_temperature")
 EXPERIMENTS = ("S1", "S2", "S3", "S4", "S5")
+READOUTS = {
+    "rotary": {"positional": "rotary", "readout_temperature": False},
+    "nope": {"positional": "none", "readout_temperature": False},
+    "rotary_temp": {"positional": "rotary", "readout_temperature": True},
+    "nope_temp": {"positional": "none", "readout_temperature": True},
+}
+"""Readout variants of the softmax mixers (issue 22 §4), an axis like `depths` (spec key `readouts`, a list or
+{mixer: [names]}; part names gain "-R<name>"): rotary positions on q and k or none (NoPE), and a fixed 1/√d
+scale or a learned inverse temperature per head (`attncap.models.lm.MixerBlock`). For a DeltaFormer, q and k
+without positions make κ1(k_i, k_t) and the readout softmax(q_t·k_i) depend on content only, as the paper
+writes them; the temperature is the paper's fixed τ unless learned."""
 
 
 def with_defaults(spec: dict) -> dict:
@@ -75,39 +88,61 @@ def depths_of(spec: dict, mixer: str) -> list[int] | None:
     return list(depths[mixer]) if isinstance(depths, dict) else list(depths)
 
 
+def readouts_of(spec: dict, mixer: str) -> list[str] | None:
+    """The readout axis of `mixer` (None: no axis, the spec's `positional` and `readout_temperature` hold)."""
+    readouts = spec.get("readouts")
+    if readouts is None or (isinstance(readouts, dict) and mixer not in readouts):
+        return None
+    return list(readouts[mixer]) if isinstance(readouts, dict) else list(readouts)
+
+
 def parts(experiment: str, spec: dict) -> list[str]:
-    """Job names of an experiment: one per (number of objects, mixer[, depth])."""
+    """Job names of an experiment: one per (number of objects, mixer[, depth][, readout])."""
     out = []
     for n in spec["n_objects"]:
         for mixer in spec["models"]:
-            depths = depths_of(spec, mixer)
-            out += [f"n{n}-{mixer}"] if depths is None else [f"n{n}-{mixer}-L{d}" for d in depths]
+            depths, readouts = depths_of(spec, mixer), readouts_of(spec, mixer)
+            names = [f"n{n}-{mixer}"] if depths is None else [f"n{n}-{mixer}-L{d}" for d in depths]
+            out += names if readouts is None else [f"{p}-R{r}" for p in names for r in readouts]
     return out
 
 
+def _suffixes(part: str) -> dict[str, str]:
+    """{'L': depth, 'R': readout} from a part's '-L<depth>' / '-R<readout>' suffixes (mixer names have no '-')."""
+    return {s[0]: s[1:] for s in part.split("-")[2:]}
+
+
 def parse_part(part: str) -> tuple[int, str | None]:
-    """'n5-softmax' → (5, 'softmax'); 'n5-softmax-L4' → (5, 'softmax'); 'n5' → (5, None) (every mixer of
-    that n in one job). The depth is `part_layers`."""
+    """'n5-softmax' → (5, 'softmax'); 'n5-softmax-L4' and 'n5-deltaformer_linear-Rnope' → the same without
+    the suffix; 'n5' → (5, None) (every mixer of that n in one job). The depth is `part_layers`, the
+    readout `part_readout`."""
     head, _, mixer = part.partition("-")
-    mixer = mixer.partition("-L")[0]
+    mixer = mixer.partition("-")[0]
     return int(head.removeprefix("n")), (mixer or None)
 
 
 def part_layers(part: str) -> int | None:
     """'n5-softmax-L4' → 4; None when the part has no depth."""
-    _, sep, depth = part.partition("-L")
-    return int(depth) if sep else None
+    depth = _suffixes(part).get("L")
+    return int(depth) if depth is not None else None
 
 
-def model_grid(experiment: str, spec: dict, n: int, mixer: str | None = None, layers: int | None = None) -> list[dict]:
+def part_readout(part: str) -> str | None:
+    """'n5-deltaformer_linear-Rnope' → 'nope'; None when the part has no readout variant."""
+    return _suffixes(part).get("R")
+
+
+def model_grid(experiment: str, spec: dict, n: int, mixer: str | None = None, layers: int | None = None,
+               readout: str | None = None) -> list[dict]:
     """[{mixer, seed}] trained at n objects (one mixer, or all), ordered by mixer (the LM runs equal
-    mixers together). `boundary_n` cells get `boundary_seeds`. With a depth (`layers`, from the part) the
-    entries carry it, so the run tables' `layers` column tells the depths apart."""
+    mixers together). `boundary_n` cells get `boundary_seeds`. With a depth (`layers`, from the part) or a
+    readout variant the entries carry it, so the run tables' `layers` / `readout` columns tell them apart."""
     if experiment not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {experiment!r} for swap_state_tracking; known: {', '.join(EXPERIMENTS)}")
     mixers = [mixer] if mixer is not None else list(spec["models"])
     seeds = spec["boundary_seeds"] if n in spec.get("boundary_n", []) else spec["seeds"]
     depth = {} if layers is None else {"layers": int(layers)}
+    depth = depth if readout is None else {**depth, "readout": str(readout)}
     return [{"mixer": m, "seed": int(s), **depth} for m in mixers for s in seeds]
 
 
@@ -141,7 +176,7 @@ def expected_cells(section: dict) -> dict[str, list[dict]]:
             n, mixer = parse_part(part)
             lengths = [{"test_multiplier": m} for m in spec.get("test_multipliers", [])] or [{}]
             out[f"{experiment}_{part}"] = [{**g, "n_objects": n, **length} for g in
-                                           model_grid(experiment, spec, n, mixer, part_layers(part))
+                                           model_grid(experiment, spec, n, mixer, part_layers(part), part_readout(part))
                                            for length in lengths]
     return out
 
@@ -264,20 +299,24 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         return pd.concat([run(experiment, spec, _with_part(context, p)) for p in parts(experiment, spec)],
                          ignore_index=True)
     n, mixer = parse_part(context.part)
-    depth = part_layers(context.part)
+    depth, readout = part_layers(context.part), part_readout(context.part)
     if n not in spec["n_objects"] or (mixer is not None and mixer not in spec["models"]) or (
-            depth is not None and (mixer is None or depth not in (depths_of(spec, mixer) or []))):
+            depth is not None and (mixer is None or depth not in (depths_of(spec, mixer) or []))) or (
+            readout is not None and (mixer is None or readout not in (readouts_of(spec, mixer) or []))) or (
+            readout is None and mixer is not None and readouts_of(spec, mixer) is not None):
         raise ValueError(f"part {context.part!r} is not in {experiment}: n_objects={spec['n_objects']}, "
-                         f"models={spec['models']}, depths={spec.get('depths')}")
+                         f"models={spec['models']}, depths={spec.get('depths')}, readouts={spec.get('readouts')}")
     if depth is not None:
         spec = {**spec, "layers": depth}
-    grid = model_grid(experiment, spec, n, mixer, depth)
+    if readout is not None:
+        spec = {**spec, **READOUTS[readout]}
+    grid = model_grid(experiment, spec, n, mixer, depth, readout)
     device = context.device
     form = spec["tokens_per_swap"]
     init_seeds = [(context.seed * 1_000 + g["seed"]) * 1_000 + n for g in grid]
     model = BatchedLM(init_seeds, [g["mixer"] for g in grid], vocab=vocab_size(n, form), d_model=spec["d_model"],
                       n_layers=spec["layers"], n_heads=spec["heads"], mlp_ratio=spec["mlp_ratio"],
-                      positional=spec["positional"],
+                      positional=spec["positional"], readout_temperature=bool(spec["readout_temperature"]),
                       max_len=form * spec["T_train"] * max(spec["test_multipliers"]) + 1).to(device)
     gens = [_generator(context.seed, g["seed"], n, 0) for g in grid]
     check_gens = [_generator(context.seed, g["seed"], n, 2) for g in grid]
@@ -380,6 +419,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
             out.append({
                 "n_objects": n, "mixer": g["mixer"], "model": MODEL_LABELS.get(g["mixer"], g["mixer"]),
                 "kernel": g["mixer"].split("_")[1] if g["mixer"].startswith("deltaformer") else "",
+                "readout": readout or "",
                 "beta_max": BETA_MAX.get(g["mixer"], float("nan")), "seed": g["seed"],
                 **{k: spec[k] for k in TRAIN_KEYS}, **{k: spec[k] for k in RECIPE_KEYS}, "adam_betas": " ".join(map(str, spec["adam_betas"])),
                 "d_head": spec["d_model"] // spec["heads"], "models_in_job": len(grid),
@@ -416,6 +456,9 @@ def check_config(section: dict) -> list[str]:
         for name in spec.get("models", []):
             if name not in MIXERS:
                 problems.append(f"{exp}.models: unknown mixer {name!r}; known: {sorted(MIXERS)}")
+            for readout in readouts_of(spec, name) or []:
+                if readout not in READOUTS:
+                    problems.append(f"{exp}.readouts: unknown readout {readout!r}; known: {sorted(READOUTS)}")
         missing = sorted(set(spec.get("boundary_n", [])) - set(spec["n_objects"]))
         if missing:
             problems.append(f"{exp}.boundary_n: {missing} not in n_objects={spec['n_objects']}")

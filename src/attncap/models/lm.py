@@ -47,7 +47,7 @@ class MixerBlock(nn.Module):
     """
 
     def __init__(self, seeds, mixers, d_model, n_heads, mlp_ratio, positional, salt, short_conv=0,
-                 short_conv_on="qkv", conv_models=None):
+                 short_conv_on="qkv", conv_models=None, readout_temperature=False):
         super().__init__()
         n = len(seeds)
         self.groups = contiguous_groups(list(mixers))
@@ -73,6 +73,10 @@ class MixerBlock(nn.Module):
             channels = d_model if short_conv_on == "input" else 3 * d_model
             self.conv = BatchedShortConv(seeds, channels, short_conv, salt=salt + 6, active=conv_models)
             self.conv_on = short_conv_on
+        # A learned inverse temperature per model and head on the softmax readout: q is multiplied by
+        # exp(θ) (θ = 0 at init, the usual 1/√d scale), which scales the logits q·k/√d; q enters the softmax
+        # mixers only through that readout, so κ1 of a DeltaFormer is untouched. Created only when asked.
+        self.log_temperature = nn.Parameter(torch.zeros(n, n_heads)) if readout_temperature else None
         self.value_norm = None  # (M,) largest ‖u_t‖ of the last forward pass, for logging
 
     def betas(self, x: torch.Tensor, name: str, lo: int, hi: int) -> torch.Tensor | None:
@@ -95,6 +99,8 @@ class MixerBlock(nn.Module):
             qs, ks = q[lo:hi], k[lo:hi]
             if self.positional == "rotary_all" or (self.positional == "rotary" and name in SOFTMAX_MIXERS):
                 qs, ks = rotary(qs), rotary(ks)
+            if self.log_temperature is not None and name in SOFTMAX_MIXERS:
+                qs = qs * self.log_temperature[lo:hi].exp()[:, None, :, None, None]
             out, values = mix(name, qs, ks, v[lo:hi], beta=self.betas(x, name, lo, hi), return_values=True)
             parts.append(out)
             with torch.no_grad():
@@ -112,13 +118,15 @@ class MixerBlock(nn.Module):
 
 class BatchedLM(nn.Module):
     """Token embedding → blocks → LN → unembedding. Positions: 'learned' (added to the embedding),
-    'rotary' (rotary q/k in softmax mixers only) or 'rotary_all' (rotary q/k in every mixer).
+    'rotary' (rotary q/k in softmax mixers only), 'rotary_all' (rotary q/k in every mixer) or 'none'.
     short_conv = W > 0 adds a width-W causal depthwise convolution to every block (see MixerBlock),
-    for the models marked True in `conv_models` (None: every model)."""
+    for the models marked True in `conv_models` (None: every model). readout_temperature=True gives every
+    block a learned inverse temperature per model and head on its softmax readout (see MixerBlock)."""
 
     def __init__(self, seeds, mixers, *, vocab: int, d_model: int, n_layers: int, n_heads: int = 1,
                  max_len: int = 512, mlp_ratio: int = 4, positional: str = "learned", short_conv: int = 0,
-                 short_conv_on: str = "qkv", conv_models=None, tie_embeddings: bool = False):
+                 short_conv_on: str = "qkv", conv_models=None, tie_embeddings: bool = False,
+                 readout_temperature: bool = False):
         super().__init__()
         if len(mixers) != len(seeds):
             raise ValueError("one mixer name per model")
@@ -131,7 +139,8 @@ class BatchedLM(nn.Module):
             self.position = BatchedEmbedding(seeds, max_len, d_model, salt=13, std=0.02 * d_model**0.5)
         self.blocks = nn.ModuleList(
             MixerBlock(seeds, mixers, d_model, n_heads, mlp_ratio, positional, salt=100 * (i + 1),
-                       short_conv=short_conv, short_conv_on=short_conv_on, conv_models=conv_models)
+                       short_conv=short_conv, short_conv_on=short_conv_on, conv_models=conv_models,
+                       readout_temperature=readout_temperature)
             for i in range(n_layers)
         )
         self.norm = BatchedLayerNorm(n, d_model)
