@@ -1,6 +1,6 @@
 """Write a finished run's verdicts, claims.md and headline figures to reference/<tier>/ (attncap.compare).
 
-    snakemake --cores 2 reference            (the Snakemake target; runs whatever is not built yet first)
+    snakemake reference --cores 2            (the Snakemake target; runs whatever is not built yet first)
 """
 import argparse
 import sys

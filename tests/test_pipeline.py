@@ -83,8 +83,8 @@ def test_lint_is_clean():
 def test_smoke_run_matches_the_committed_reference(smoke_run):
     """`snakemake compare` (attncap.compare) against reference/smoke/: every verdict equal and every number
     within its precision. If a change is meant to move them, refresh the reference with
-    `snakemake --cores 2 --configfile config/smoke.yaml reference` and review its diff."""
-    result = snakemake("--cores", "2", "--configfile", "config/smoke.yaml", "compare", cwd=smoke_run)
+    `snakemake reference --cores 2 --configfile config/smoke.yaml` and review its diff."""
+    result = snakemake("compare", "--cores", "2", "--configfile", "config/smoke.yaml", cwd=smoke_run)
     log = smoke_run / "results" / "logs" / "compare.log"
     assert result.returncode == 0, "smoke results differ from reference/smoke:\n" + (
         log.read_text()[-6000:] if log.exists() else result.stdout[-3000:] + result.stderr[-3000:])

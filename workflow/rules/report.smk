@@ -15,8 +15,8 @@ rule claims_table:
         "python -m attncap.jobrun --log {log:q} -- python scripts/render_claims.py {input:q} --out {output.table:q} --landing {output.landing:q}"
 
 
-# `snakemake --cores 2 reference`: freeze this tier's run as reference/<tier>/ (committed; refresh it
-# whenever a change moves a verdict or a number, and review the diff). `snakemake --cores 2 compare`:
+# `snakemake reference --cores 2`: freeze this tier's run as reference/<tier>/ (committed; refresh it
+# whenever a change moves a verdict or a number, and review the diff). `snakemake compare --cores 2`:
 # this run against the committed reference, every number within its precision (attncap.compare); the
 # job fails, naming the checks and numbers, on any difference.
 rule reference:
