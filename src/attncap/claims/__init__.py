@@ -449,12 +449,13 @@ def render_landing(documents: Sequence[dict]) -> str:
               "claim's own category.", ""]
     for doc in documents:
         heading = f"{doc['claim']}: {doc.get('title', '')}".rstrip(": ")
-        lines += [heading, "-" * len(heading), "", f".. list-table:: Checks of {doc['claim']}", "   :header-rows: 1",
-                  "   :widths: 15 12 40 33", "", "   * - check", "     - verdict", "     - measured", "     - reason"]
+        lines += [heading, "-" * len(heading), "", f"Checks of {doc['claim']} (verdict, measured, and why when withheld):", ""]
         for c in doc["checks"]:
             kind = " (sanity)" if c.get("kind", CLAIM) == SANITY else ""
-            lines += [f"   * - ``{c['id']}``{kind}", f"     - {c['verdict']}", f"     - {_rst(_brief(c['measured']))}",
-                      f"     - {_rst(_brief(c.get('reason', ''), 300)) or '—'}"]
+            item = f"- ``{c['id']}``{kind}: **{c['verdict']}**. Measured: {_rst(_brief(c['measured'], 140))}"
+            if c.get("reason"):
+                item += f". Reason: {_rst(_brief(c['reason'], 180))}"
+            lines.append(item)
         lines.append("")
     return "\n".join(lines)
 
