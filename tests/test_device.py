@@ -37,7 +37,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
-from attncap.experiments import aot_memorization, mha_memorization, rgr_capacity
+from attncap.experiments import aot_memorization, mha_memorization, rgr_capacity, swap_state_tracking
 from attncap.experiments.context import RunContext
 
 from conftest import ROOT
@@ -52,7 +52,7 @@ TRAINED = {
     "aot_memorization": aot_memorization.EXPERIMENTS,
     "mha_memorization": mha_memorization.TRAINED,
     "rgr_capacity": ("R1", *rgr_capacity.SEARCH_EXPERIMENTS),
-    "swap_state_tracking": ("S1", "S2", "S3"),
+    "swap_state_tracking": swap_state_tracking.EXPERIMENTS,
 }
 
 
