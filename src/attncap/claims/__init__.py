@@ -368,7 +368,7 @@ def render_markdown(documents: Sequence[dict]) -> str:
     ]
     for doc in documents:
         for c in doc["checks"]:
-            check_id = c["id"] + (" (sanity)" if c.get("kind", CLAIM) == SANITY else "")
+            check_id = c["id"] + _sanity_mark(c)
             measured = _cell(c["measured"])
             verdict = f"**{c['verdict']}**"
             if c.get("reason"):
@@ -389,7 +389,7 @@ def render_rivals(documents: Sequence[dict]) -> str:
     lines = ["| claim | check | law (expected) | rival it must beat |", "|---|---|---|---|"]
     for doc in sorted(documents, key=lambda d: d["claim"]):
         for c in doc["checks"]:
-            check_id = f"`{c['id']}`" + (" (sanity)" if c.get("kind", CLAIM) == SANITY else "")
+            check_id = f"`{c['id']}`" + _sanity_mark(c)
             lines.append(f"| {doc['claim']} | {check_id} | {_cell(c['expected'])} | {_cell(c.get('rival', ''))} |")
     return "\n".join(lines) + "\n"
 
@@ -451,8 +451,7 @@ def render_landing(documents: Sequence[dict]) -> str:
         heading = f"{doc['claim']}: {doc.get('title', '')}".rstrip(": ")
         lines += [heading, "-" * len(heading), "", f"Checks of {doc['claim']} (verdict, measured, and why when withheld):", ""]
         for c in doc["checks"]:
-            kind = " (sanity)" if c.get("kind", CLAIM) == SANITY else ""
-            item = f"- ``{c['id']}``{kind}: **{c['verdict']}**. Measured: {_rst(_brief(c['measured'], 140))}"
+            item = f"- ``{c['id']}``{_sanity_mark(c)}: **{c['verdict']}**. Measured: {_rst(_brief(c['measured'], 140))}"
             if c.get("reason"):
                 item += f". Reason: {_rst(_brief(c['reason'], 180))}"
             lines.append(item)
@@ -460,13 +459,18 @@ def render_landing(documents: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
-def _brief(value, limit: int = 200) -> str:
+def _sanity_mark(check: dict) -> str:
+    """' (sanity)' after a sanity check's id in every rendered table, so the two kinds are told apart."""
+    return " (sanity)" if check.get("kind", CLAIM) == SANITY else ""
+
+
+def _brief(value, limit: int) -> str:
     text = _plain(value)
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _rst(text: str) -> str:
-    """Plain text safe inside an RST table cell (no inline markup, no substitutions)."""
+    """Plain text safe inside reStructuredText (no inline markup, no substitutions)."""
     return text.replace("\\", "\\\\").replace("*", "\\*").replace("`", "'").replace("|", "\\|").replace("_", "\\_")
 
 
