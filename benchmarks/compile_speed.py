@@ -82,9 +82,9 @@ def retrieval_job(section: dict, steps: int) -> Job:
     d = max(spec["d_model"])
     cut = spec | {"steps": steps, "warmup_steps": _warmup(spec, steps), "eval_every": steps + 1,
                   "target_accuracy": 2.0, "plateau_steps": 10 * (steps + 1), "eval_batches": 1, "check_batches": 1}
-    models = len(retrieval.mqar_grid(spec)[0])
+    models = len(retrieval.mqar_grid(spec, f"d{d}")[0])
     return Job("retrieval_capacity", "E5", f"d{d}", cut,
-               f"E5 MQAR at the largest d_model={d}: {models} models (mixers × short conv × kv) on one axis",
+               f"E5 MQAR at the largest d_model={d}: {models} models (every mixer, arm, kv and seed) on one axis",
                spec["steps"])
 
 

@@ -127,15 +127,15 @@ def build(factory) -> torch.nn.Module:
 
 def retrieval_capacity(section: dict) -> list[tuple[str, str, float]]:
     spec = section["E5"]
-    configs, model_seeds = rc_exp.mqar_grid(spec)
     sampler = mqar_curriculum_batch if spec["curriculum"] else mqar_batch
     out = []
     for d_model in spec["d_model"]:
-        model = build(lambda: rc_exp.mqar_model(spec, d_model))
+        configs, model_seeds = rc_exp.mqar_grid(spec, f"d{d_model}")  # every mixer and arm of the width: one job's worth
+        model = build(lambda: rc_exp.mqar_model(spec, f"d{d_model}"))
 
         def make_batch(b):
             gens = [torch.Generator().manual_seed(s) for s in model_seeds]
-            return to_meta(rc_exp.mqar_batch_stack(spec, gens, b, sampler))
+            return to_meta(rc_exp.mqar_batch_stack(spec, configs, gens, b, sampler))
 
         per_step = affine(model, lambda m, b: masked_token_loss(m(b[0], b[1]), b[2]), make_batch, spec["batch"])
         out.append(("E5", f"d{d_model} ({len(configs)} models)", per_step * spec["steps"]))

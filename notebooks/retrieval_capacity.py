@@ -307,14 +307,15 @@ plotting.save_table(e4[["n", "ln_n_squared", "d_min", "d_lo", "d_hi", "status", 
 
 # %% [markdown]
 # ## Trained multi-query associative recall
-# Held-out accuracy (fresh sequences at the training length and kv) of 2-block models, each trained until
+# Held-out accuracy (fresh sequences at the training length and kv) of 2-block models (softmax, linear
+# attention, DeltaNet with β ∈ (0, 2), and DeltaFormer with κ1 linear and exp), each trained until
 # it is solved (check accuracy ≥ the target, then its parameters are held), on a plateau (no gain of the
 # check accuracy over a window of steps), diverged, or at the step limit. Every mixer is trained with and
 # without a short causal depthwise convolution on q, k and v (the convolution of Zoology's and
 # flash-linear-attention's recall models): without it the previous-token step of the recall circuit has to
 # be learned from positions, and small models sit on the plateau where they copy some value from the
 # context (accuracy ≈ 1/kv, the dotted line). The verdicts compare the mixers *with* the convolution; the
-# runs without it are the ablation. Each run is certified on its own (finite, and settled: solved or on a
+# runs without it are the ablation, run at one width (the plateau is the same at every width). Each run is certified on its own (finite, and settled: solved or on a
 # plateau); hollow markers and grey curves are runs that failed (still improving at the step limit, or
 # diverged), and a verdict withholds only the cells that depend on them. Models use tied input/output embeddings and no MLP, as Zoology's MQAR baselines do.
 
@@ -328,7 +329,8 @@ e5[["vocab", "seq_len", "layers", "mlp_ratio", "max_steps", "batch", "lr", "shor
 
 # %%
 acc = (e5.groupby(["mixer", "arm", "short_conv", "d_model", "kv_pairs"], as_index=False)
-       .agg(accuracy=("accuracy", "mean"), steps_run=("steps_run", "max"), stop_reason=("stop_reason", "first"),
+       .agg(accuracy=("accuracy", "mean"), accuracy_min=("accuracy", "min"), accuracy_max=("accuracy", "max"),
+            seeds=("seed", "nunique"), steps_run=("steps_run", "max"), stop_reason=("stop_reason", "first"),
             status=("status", "first"), certified=("certified", "all"), final_train_loss=("final_train_loss", "mean"),
             loss_curve=("loss_curve", "first")))
 plotting.save_table(acc, tables_dir, CLAIM, "mqar_accuracy")
@@ -342,6 +344,7 @@ for ax, d in zip(axes, d_values):
     for (mixer, arm), g in acc[acc["d_model"] == d].groupby(["mixer", "arm"], sort=False):
         g = g.sort_values("kv_pairs")
         ax.plot(g["kv_pairs"], g["accuracy"], styles[arm], color=colors[mixer], label=f"{mixer}, {arm}")
+        ax.vlines(g["kv_pairs"], g["accuracy_min"], g["accuracy_max"], color=colors[mixer], lw=1.0, alpha=0.6)
         ok = g["certified"].astype(bool)
         ax.scatter(g["kv_pairs"][ok], g["accuracy"][ok], color=colors[mixer], s=28, zorder=3)
         ax.scatter(g["kv_pairs"][~ok], g["accuracy"][~ok], facecolors="white", edgecolors=colors[mixer], s=40,
@@ -371,6 +374,23 @@ acc.pivot_table(index=["mixer", "arm", "d_model"], columns="kv_pairs", values="a
 # %%
 (acc.assign(run=acc["steps_run"].astype(str) + " (" + acc["stop_reason"].astype(str) + ")")
  .pivot_table(index=["mixer", "arm", "d_model"], columns="kv_pairs", values="run", aggfunc="first"))
+
+# %% [markdown]
+# ### Does DeltaFormer keep softmax's recall?
+# DeltaFormer reads with a softmax over keys, but over values the delta rule has transformed first; DeltaNet
+# and linear attention read a d×d state, whose crosstalk grows with kv (the SNR argument of the first
+# section). The check `deltaformer_retrieval` compares softmax − mixer, over seeds, with a 0.05 margin:
+# each DeltaFormer cell where softmax solves should lie within it, each recurrence at the largest kv
+# outside it. Rows: the compared item; columns: the difference and its 95% interval.
+
+# %%
+from IPython.display import display
+
+df_check = next((c for c in verdicts["checks"] if c["id"] == "deltaformer_retrieval"), None)
+if df_check is not None:
+    gaps = df_check["measured"].get("softmax_minus_mixer [diff, low, high]", {})
+    print(f"deltaformer_retrieval: {df_check['verdict']}" + (f" ({df_check['reason']})" if df_check.get("reason") else ""))
+    display(pd.DataFrame.from_dict(gaps, orient="index", columns=["softmax − mixer", "low", "high"]))
 
 # %% [markdown]
 # ### Learning curves: where the plateau is
@@ -404,7 +424,8 @@ for col, d in enumerate(d_values):
         axes[1, col].plot(steps, values, **style)
     plotting.label(axes[0, col], f"d_model = {d}", "", "held-out accuracy")
     plotting.label(axes[1, col], "", "training step", "training loss")
-handles = [Line2D([], [], color=colors[m], ls=styles[a], label=f"{m}, {a}") for m in mixers for a in styles]
+handles = [Line2D([], [], color=colors[m], ls=styles[a], label=f"{m}, {a}")
+           for m, a in e5[["mixer", "arm"]].drop_duplicates().itertuples(index=False)]
 handles += [Line2D([], [], color="gray", alpha=al, label=f"kv = {kv}") for kv, al in kv_alpha.items()]
 handles += [Line2D([], [], color="lightgray", label="not certified (still improving at the step limit, or diverged)")]
 axes[0, -1].legend(handles=handles, fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1.0))

@@ -64,7 +64,7 @@ def test_missing_and_foreign_tables_are_refused(tmp_path, smoke_config):
     pd.DataFrame({"mixer": ["softmax"]}).to_csv(stray, index=False)
     problems = coverage_problems("retrieval_capacity", [stray], section)
     assert any("missing run table E1.csv" in p for p in problems)
-    assert any("missing run table E5_d32.csv" in p for p in problems)
+    assert any("missing run table E5_d32-softmax.csv" in p for p in problems)
     assert any(str(stray) in p and "not a run table of the configured grid" in p for p in problems)
 
 
@@ -156,7 +156,7 @@ def scratch_workflow(tmp_path_factory):
 @pytest.mark.parametrize("target", [
     "results/retrieval_capacity/runs/E5_x||touch PWNED||.csv",
     "results/retrieval_capacity/runs/E5_x;touch PWNED;.csv",
-    "results/retrieval_capacity/runs/E5_d48.csv",  # a width the config does not list
+    "results/retrieval_capacity/runs/E5_d48-softmax.csv",  # a width the config does not list
     "results/retrieval_capacity/runs/E9.csv",
     "results/aot_memorization/runs/A1_p7.csv",
     "results/swap_state_tracking/runs/S1_n99.csv",
@@ -169,7 +169,7 @@ def test_targets_outside_the_config_are_refused(scratch_workflow, target):
 
 
 def test_configured_target_is_planned(scratch_workflow):
-    result = snakemake("-n", "--cores", "1", "results/retrieval_capacity/runs/E5_d32.csv", *SMOKE, cwd=scratch_workflow)
+    result = snakemake("-n", "--cores", "1", "results/retrieval_capacity/runs/E5_d32-softmax.csv", *SMOKE, cwd=scratch_workflow)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "train_retrieval_capacity" in result.stdout + result.stderr
 
@@ -191,7 +191,7 @@ def test_parsing_the_snakefile_touches_no_lock(scratch_workflow):
 def test_two_runs_at_once_lose_nothing(tmp_path):
     """A second invocation while the first runs is refused by Snakemake's lock; the first completes."""
     workdir = copy_workflow(tmp_path)
-    target = ["results/retrieval_capacity/runs/E5_d32.csv", "results/retrieval_capacity/runs/E1.csv"]
+    target = ["results/retrieval_capacity/runs/E5_d32-softmax.csv", "results/retrieval_capacity/runs/E1.csv"]
     command = [sys.executable, "-m", "snakemake", "--cores", "2", *target, *SMOKE]
     log = tmp_path / "first.log"
     with log.open("w") as sink:
@@ -206,7 +206,7 @@ def test_two_runs_at_once_lose_nothing(tmp_path):
     assert "cannot be locked" in second.stdout + second.stderr
     assert first_rc == 0, log.read_text()[-3000:]
     runs = workdir / "results" / "retrieval_capacity" / "runs"
-    for name in ("E5_d32.csv", "E1.csv"):
+    for name in ("E5_d32-softmax.csv", "E1.csv"):
         assert len(pd.read_csv(runs / name)) > 0
     locks = workdir / ".snakemake" / "locks"
     assert not locks.exists() or not list(locks.iterdir()), "the first run left its locks"

@@ -57,16 +57,18 @@ def e3_table(growth=0.5, bound_factor=0.5, larger_beta_better=False, law=None, n
     return pd.DataFrame(rows)
 
 
-def e5_table(linear_at_hard=0.2, softmax_min=0.99, seeds=(0,), sd=0.0, linear=None, seed=0):
+def e5_table(linear_at_hard=0.2, softmax_min=0.99, seeds=(0,), sd=0.0, linear=None, seed=0, former=None, delta=None):
     """A settled E5 grid: every run finite, softmax with the short convolution solved, linear runs on a
     plateau below it (accuracy `linear(d, kv)`, default falling with kv and rising with d); the ablation
-    without the convolution on the 1/kv plateau. `seeds` runs per cell, accuracy noise SD `sd` per linear run."""
+    without the convolution on the 1/kv plateau. `seeds` runs per cell, accuracy noise SD `sd` per linear or
+    DeltaNet run. DeltaFormer (κ1 linear) at `former(d, kv)` (default: softmax's accuracy, as solved runs stop at
+    ≥ 0.99 with little spread), DeltaNet at `delta(d, kv)` (default: the linear mixer's)."""
     rng = np.random.default_rng(seed)
     rows = []
     linear = linear or (lambda d, kv: min(0.95, 0.9 * d / 64 - 0.03 * kv + 0.3))
 
     def run(mixer, conv, d, kv, accuracy, reason, s):
-        if sd and mixer != "softmax" and conv:  # solved softmax runs stop at ≥ 0.99: the spread is the linear runs'
+        if sd and mixer.startswith(("linear", "deltanet")) and conv:  # solved runs stop at ≥ 0.99: little spread
             accuracy = float(np.clip(accuracy + sd * rng.standard_normal(), 0, 1))
         rows.append({"mixer": mixer, "short_conv": conv, "d_model": d, "kv_pairs": kv, "seed": s, "accuracy": accuracy,
                      "train_accuracy": accuracy, "final_train_loss": 0.05 if accuracy > 0.9 else 2.0,
@@ -84,6 +86,9 @@ def e5_table(linear_at_hard=0.2, softmax_min=0.99, seeds=(0,), sd=0.0, linear=No
                     run("softmax", conv, d, kv, soft, "solved" if soft >= 0.99 else "plateau", s)
                     lin = linear_at_hard if (d, kv) == (16, 16) else linear(d, kv)
                     run("linear_elu", conv, d, kv, lin, "plateau", s)
+                    df = former(d, kv) if former else soft
+                    run("deltaformer_linear", conv, d, kv, df, "solved" if df >= 0.99 else "plateau", s)
+                    run("deltanet_02", conv, d, kv, delta(d, kv) if delta else lin, "plateau", s)
     return pd.DataFrame(rows)
 
 
@@ -213,13 +218,13 @@ def test_log_squared_law_on_the_default_tier_numbers():
 
 # ---------------------------------------------------------------------------- E5 ----------
 def test_trained_checks_with_seeds():
-    solve, trend, gap = rc.trained_recall(e5_table(seeds=SEEDS, sd=0.05))
+    solve, trend, gap, _ = rc.trained_recall(e5_table(seeds=SEEDS, sd=0.05))
     assert (solve.verdict, trend.verdict, gap.verdict) == (REPRODUCED, REPRODUCED, REPRODUCED)
     assert all(c.precondition and not c.reason and c.rival for c in (solve, trend, gap))
 
 
 def test_single_seed_comparisons_are_not_resolved():
-    solve, trend, gap = rc.trained_recall(e5_table())
+    solve, trend, gap, _ = rc.trained_recall(e5_table())
     assert solve.verdict == REPRODUCED  # a per-run lower bound needs no seed spread
     for check in (trend, gap):
         assert check.verdict == INCONCLUSIVE and "one seed per cell" in check.reason
@@ -258,7 +263,7 @@ def test_a_settled_softmax_failure_reads_not_reproduced_an_improving_one_inconcl
 def test_a_softmax_failure_at_d16_withholds_only_its_own_cell():
     table = e5_table(seeds=SEEDS, sd=0.05)
     table.loc[_cell(table, "softmax", 16, 16), ["accuracy", "train_accuracy"]] = 0.3  # settled on a plateau
-    solve, trend, gap = rc.trained_recall(table)
+    solve, trend, gap, _ = rc.trained_recall(table)
     assert solve.verdict == REPRODUCED  # d ≥ 32 cells are not gated on d = 16
     assert trend.verdict == REPRODUCED  # linear trends do not depend on softmax
     assert gap.verdict == NOT_REPRODUCED  # the gap's own cell: softmax 0.3 vs linear 0.2
@@ -270,7 +275,7 @@ def test_a_softmax_failure_at_d16_withholds_only_its_own_cell():
 def test_low_linear_accuracy_on_a_plateau_is_the_claim_not_a_failure_to_learn():
     table = e5_table(seeds=SEEDS, sd=0.02)
     table.loc[table["mixer"] == "linear_elu", ["accuracy", "train_accuracy"]] = 0.05  # far below 0.9, plateaued
-    solve, trend, gap = rc.trained_recall(table)
+    solve, trend, gap, _ = rc.trained_recall(table)
     assert gap.verdict == REPRODUCED and solve.verdict == REPRODUCED
 
 
@@ -280,7 +285,7 @@ def test_diverged_runs_withhold_only_what_depends_on_them(mixer):
     bad = _cell(table, mixer, 32, 8) & (table["seed"] == 0)
     table.loc[bad, ["final_train_loss", "accuracy", "train_accuracy"]] = np.nan
     table.loc[bad, "stop_reason"] = "diverged"
-    solve, trend, gap = rc.trained_recall(table)
+    solve, trend, gap, _ = rc.trained_recall(table)
     assert solve.verdict == (INCONCLUSIVE if mixer == "softmax" else REPRODUCED)
     assert trend.verdict == (INCONCLUSIVE if mixer == "linear_elu" else REPRODUCED)
     if mixer == "softmax":
@@ -293,7 +298,7 @@ def test_diverged_runs_withhold_only_what_depends_on_them(mixer):
 def test_linear_runs_still_learning_at_the_step_limit_withhold_their_series():
     table = e5_table(seeds=SEEDS, sd=0.05)
     table.loc[_cell(table, "linear_elu", 64, 16), "stop_reason"] = "max_steps"
-    solve, trend, gap = rc.trained_recall(table)
+    solve, trend, gap, _ = rc.trained_recall(table)
     assert solve.verdict == REPRODUCED  # the softmax runs are unaffected
     assert trend.verdict == INCONCLUSIVE and "still improving" in trend.reason
     assert gap.verdict == REPRODUCED  # the gap's cell (d = 16, kv = 16) settled
@@ -325,7 +330,7 @@ def test_run_status_agrees_with_the_gate():
 
 
 def test_the_ablation_without_the_convolution_is_reported_not_compared():
-    solve, trend, gap = rc.trained_recall(e5_table())
+    solve, trend, gap, _ = rc.trained_recall(e5_table())
     assert "with the short convolution" in solve.statement
     assert solve.measured["softmax_without_conv_min_accuracy"] == pytest.approx(1 / 16)
 
@@ -339,7 +344,8 @@ def test_missing_inputs_are_never_reproduced(missing):
     affected = {"E1": {"linear_error_law", "linear_capacity", "exponential_vs_linear"},
                 "E3": {"beta_shortcut", "softmax_bound_gaussian", "softmax_bound_exact", "exponential_vs_linear",
                        "temperature_optimum", "blog_capacity_table"},
-                "E4": {"log_squared_law"}, "E5": {"mqar_softmax_solves", "mqar_linear_trends", "mqar_gap"}}[missing]
+                "E4": {"log_squared_law"}, "E5": {"mqar_softmax_solves", "mqar_linear_trends", "mqar_gap",
+                                                     "deltaformer_retrieval"}}[missing]
     for check in checks:
         assert check.rival, check.id
         if check.id in affected:
@@ -484,3 +490,46 @@ def test_relu_snr_missing_rows_and_narrow_grids_are_inconclusive():
     narrow = rc.relu_snr_linear_in_n(e2_table(FLOOR, dims=(16,)))
     assert narrow.verdict == INCONCLUSIVE and "not resolved" in narrow.reason
     assert "relu_snr_linear_in_N" in [c.id for c in rc.checks({"E2": table})]
+
+
+# ------------------------------------------------------------------ deltaformer_retrieval ----------
+def _retrieval(table):
+    return rc.trained_recall(table)[3]
+
+
+def test_deltaformer_at_softmax_and_recurrences_below_reproduce():
+    check = _retrieval(e5_table(seeds=SEEDS, sd=0.05))
+    assert check.id == "deltaformer_retrieval" and check.verdict == REPRODUCED, check.reason
+    assert check.rival and check.precondition
+    # 9 DeltaFormer cells (softmax solves everywhere in this table) + linear and DeltaNet at kv = 16 at 3 widths
+    assert check.measured["items_claimed"] == 9 + 6
+
+
+def test_deltaformer_recalling_like_a_recurrence_is_refused():
+    # the rival: DeltaFormer trails softmax where softmax solves, and the recurrences match softmax at the largest kv
+    rival = e5_table(seeds=SEEDS, sd=0.01, former=lambda d, kv: 0.6, delta=lambda d, kv: 0.99, linear_at_hard=0.99,
+                     linear=lambda d, kv: 0.99)
+    assert _retrieval(rival).verdict == NOT_REPRODUCED
+    # only DeltaFormer fails: the recurrences still trail softmax, so the claim holds in part
+    half = _retrieval(e5_table(seeds=SEEDS, sd=0.05, former=lambda d, kv: 0.6))
+    assert half.verdict == PARTIALLY and any("deltaformer_linear" in k for k in half.measured["items_rival"])
+
+
+def test_deltaformer_retrieval_needs_seeds_and_certified_runs():
+    single = _retrieval(e5_table())
+    assert single.verdict == INCONCLUSIVE and "one seed per cell" in single.reason
+    table = e5_table(seeds=SEEDS, sd=0.05)
+    table.loc[_cell(table, "deltaformer_linear", 32, 8), "stop_reason"] = "max_steps"
+    gated = _retrieval(table)
+    assert gated.verdict == INCONCLUSIVE and "deltaformer_linear" in gated.reason
+    no_former = e5_table(seeds=SEEDS, sd=0.05)
+    no_former = no_former[no_former["mixer"] != "deltaformer_linear"]
+    assert _retrieval(no_former).verdict == INCONCLUSIVE
+
+
+def test_cells_softmax_does_not_solve_are_skipped_not_counted():
+    table = e5_table(seeds=SEEDS, sd=0.05)
+    table.loc[_cell(table, "softmax", 16, 4), "accuracy"] = 0.5
+    check = _retrieval(table)
+    assert "deltaformer_linear d=16 kv=4" in check.measured["softmax_unsolved_cells_skipped"]
+    assert check.measured["items_claimed"] == 8 + 6

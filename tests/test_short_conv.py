@@ -88,8 +88,9 @@ def test_plateau_and_step_limit_are_told_apart():
 
 
 def test_a_diverged_model_is_stopped_and_recorded_as_diverged():
-    model = rc_exp.mqar_model(SPEC, 16)
-    check = [tuple(rc_exp.mqar_batch_stack(SPEC, [torch.Generator().manual_seed(i) for i in range(8)], 4))]
+    model = rc_exp.mqar_model(SPEC, "d16")
+    configs, _ = rc_exp.mqar_grid(SPEC, "d16")
+    check = [tuple(rc_exp.mqar_batch_stack(SPEC, configs, [torch.Generator().manual_seed(i) for i in range(8)], 4))]
     monitor = rc_exp.MqarMonitor(model, check, SPEC, steps=30)
     losses = torch.ones(8)
     losses[3] = math.nan

@@ -14,7 +14,7 @@ Read off the run tables the claims already make, nothing is trained here:
   named `kernel:<name>`, with only the SNR filled.
 
 A missing table leaves its columns empty. Run by the `mixer_card` rule (workflow/rules/mixer_card.smk):
-    python -m attncap.mixer_card --results results --e5 E5_d32.csv ... --s1 S1_n5-softmax.csv ... --e2 E2.csv
+    python -m attncap.mixer_card --results results --e5 E5_d32-softmax.csv ... --s1 S1_n5-softmax.csv ... --e2 E2.csv
 writes results/tables/mixer_card.csv and results/figures/mixer_card.png.
 """
 from __future__ import annotations

@@ -533,10 +533,11 @@ def trained_recall(e5: pd.DataFrame | None) -> list[Check]:
             ("mqar_linear_trends", "Linear attention accuracy falls with kv pairs and rises with d", "monotone",
              "reversed trends"),
             ("mqar_gap", "At the hardest cell linear attention trails softmax by ≥ 0.3", f"gap ≥ {GAP}",
-             f"gap < {GAP}"))]
+             f"gap < {GAP}"),
+            ("deltaformer_retrieval", DF_STATEMENT, DF_EXPECTED, DF_RIVAL))]
     arm, arm_name = _mqar_arm(e5)
     return [softmax_solves(e5, arm, arm_name, source), linear_trends(arm, arm_name, source),
-            linear_gap(arm, arm_name, source)]
+            linear_gap(arm, arm_name, source), deltaformer_retrieval(arm, arm_name)]
 
 
 def softmax_solves(e5: pd.DataFrame, arm: pd.DataFrame, arm_name: str, source: str) -> Check:
@@ -657,3 +658,76 @@ def linear_gap(arm: pd.DataFrame, arm_name: str, source: str) -> Check:
     detail = ("one seed per cell: no seed spread to resolve the gap against (the single-seed gaps are in measured)"
               if seeds < 2 else f"mixers {listing(unresolved(outcomes))}")
     return _gated(check, outcomes, Certificate.combine(withheld), f"the gap against {GAP}", detail, every=True)
+
+
+DF_MARGIN = 0.05
+"""DeltaFormer keeps softmax's recall: its held-out MQAR accuracy within this much of softmax's (issue 23)."""
+DF_SOURCE = "Zhong et al. 2025 (seed 003): DeltaFormer combines softmax's retrieval with DeltaNet's delta-rule update"
+DF_STATEMENT = "DeltaFormer keeps softmax attention's recall; DeltaNet and linear attention fall below it at the largest kv"
+DF_EXPECTED = (f"every DeltaFormer mixer within {DF_MARGIN} of softmax in every cell where softmax solves (each softmax run "
+               f"≥ {SOLVES_ACCURACY}); every DeltaNet and linear mixer more than {DF_MARGIN} below softmax at the largest kv, "
+               "at every width")
+DF_RIVAL = (f"DeltaFormer recalls like a recurrence: more than {DF_MARGIN} below softmax where softmax solves; or the "
+            f"recurrences are as good as softmax at the largest kv (within {DF_MARGIN}: no capacity limit at this scale)")
+
+
+def deltaformer_retrieval(arm: pd.DataFrame, arm_name: str) -> Check:
+    """Two sides of one SNR argument, decided against the same margin over seeds (Welch 95% interval of
+    softmax − mixer): a DeltaFormer mixer (softmax read over delta-transformed values) stays within DF_MARGIN
+    of softmax in every cell softmax solves; a DeltaNet or linear mixer (a d×d state) trails it by more than
+    DF_MARGIN at the largest kv. Each item is gated on its own cell's runs."""
+    statement = f"{DF_STATEMENT} ({arm_name})"
+    tolerance = (f"per item, the 95% interval (Welch, over seeds) of softmax − mixer against {DF_MARGIN}: DeltaFormer "
+                 f"claimed when it lies below {DF_MARGIN}, rival when above; a recurrence claimed when it lies above "
+                 f"{DF_MARGIN}, rival when below; otherwise not resolved (one seed per cell resolves nothing); all items "
+                 "claimed → reproduced, some rival → partially, all rival → not reproduced")
+    mixers = [str(m) for m in dict.fromkeys(arm["mixer"].astype(str))] if "mixer" in arm else []
+    formers = [m for m in mixers if m.startswith("deltaformer")]
+    recurrences = [m for m in mixers if m.startswith(("deltanet", "linear"))]
+    softmax = arm[arm["mixer"] == "softmax"] if len(arm) else arm
+    if not len(softmax) or not formers:
+        return _missing("deltaformer_retrieval", statement, DF_SOURCE, DF_EXPECTED, tolerance, DF_RIVAL)
+    kv_max = int(arm["kv_pairs"].max())
+    outcomes, withheld, gaps, skipped = {}, [], {}, []
+
+    def decide(name: str, runs: pd.DataFrame, reference: pd.DataFrame, keeps: bool) -> None:
+        diff = compare_groups(reference["accuracy"].to_numpy(float), runs["accuracy"].to_numpy(float))
+        gaps[name] = [round(diff.difference, 4), round(diff.low, 4), round(diff.high, 4)]
+        cert = mqar_certificate(pd.concat([reference, runs]))
+        if not cert.ok:
+            withheld.append(cert)
+            return
+        below, above = diff.high < DF_MARGIN, diff.low > DF_MARGIN
+        outcomes[name] = (CLAIMED if below else RIVAL if above else NOT_RESOLVED) if keeps else (
+            CLAIMED if above else RIVAL if below else NOT_RESOLVED)
+
+    for (d, kv), cell in arm.groupby(["d_model", "kv_pairs"]):
+        reference = cell[cell["mixer"] == "softmax"]
+        label = f"d={_cell_value(d)} kv={_cell_value(kv)}"
+        solved = len(reference) and bool((reference["accuracy"].astype(float) >= SOLVES_ACCURACY).all())
+        for mixer in formers:
+            runs = cell[cell["mixer"] == mixer]
+            if not len(runs):
+                continue
+            if not solved:
+                skipped.append(f"{mixer} {label}")
+                continue
+            decide(f"{mixer} {label}", runs, reference, keeps=True)
+        if kv == kv_max and len(reference):
+            for mixer in recurrences:
+                runs = cell[cell["mixer"] == mixer]
+                if len(runs):
+                    decide(f"{mixer} {label}", runs, reference, keeps=False)
+    seeds = int(arm[arm["mixer"].isin(formers + recurrences + ["softmax"])].groupby(
+        ["mixer", "d_model", "kv_pairs"]).size().min())
+    measured = {"seeds_per_cell": seeds, "largest_kv": kv_max,
+                "items_claimed": sum(v == CLAIMED for v in outcomes.values()),
+                "items_rival": sorted(k for k, v in outcomes.items() if v == RIVAL),
+                "items_not_resolved": sorted(k for k, v in outcomes.items() if v == NOT_RESOLVED),
+                "softmax_unsolved_cells_skipped": skipped,
+                "softmax_minus_mixer [diff, low, high]": gaps}
+    check = Check("deltaformer_retrieval", statement, DF_SOURCE, measured, DF_EXPECTED, tolerance, INCONCLUSIVE,
+                  rival=DF_RIVAL)
+    detail = ("one seed per cell: no seed spread to resolve a difference against" if seeds < 2
+              else f"items {listing(unresolved(outcomes))}")
+    return _gated(check, outcomes, Certificate.combine(withheld), f"accuracy differences against {DF_MARGIN}", detail)

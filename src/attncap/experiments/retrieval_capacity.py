@@ -19,6 +19,7 @@ from attncap.models.lm import BatchedLM, masked_accuracy, masked_token_loss, sco
 from attncap.models.mixers import MIXERS
 from attncap.tasks.retrieval_capacity import GrowingDotStream, mqar_batch, mqar_curriculum_batch, sample_unit_dots, unit_vectors
 from attncap.claims import DIVERGED, STILL_MOVING, learning_status
+from attncap.seeding import seed_of
 from attncap.train import TrainSettings, final_loss, generators, loss_curve, train_batched
 
 _MAX_ELEMENTS = 1 << 22  # memory chunk for explicit-vector Monte Carlo (32 MiB of float64)
@@ -38,6 +39,13 @@ def check_config(section: dict) -> list[str]:
     for i, name in enumerate(e5["mixers"]):  # any registered mixer trains here (docs/adding-a-mixer.md)
         if name not in MIXERS:
             problems.append(f"E5.mixers[{i}]: unknown mixer {name!r}; known: {sorted(MIXERS)}")
+    restrict = e5.get("no_conv") or {}
+    for key, listed in (("d_model", e5["d_model"]), ("mixers", e5["mixers"])):
+        stray = [x for x in restrict.get(key, []) if x not in listed]
+        if stray:
+            problems.append(f"E5.no_conv.{key}: {stray} not in E5.{key} {listed}")
+    if restrict and False not in e5["short_conv"]:
+        problems.append("E5.no_conv restricts the ablation without the convolution, but short_conv does not list false")
     return problems
 
 
@@ -65,14 +73,11 @@ def expected_cells(section: dict) -> dict[str, list[dict]]:
     if "E4" in section:
         out["E4"] = [{"log10_n": x} for x in section["E4"]["log10_n"]]
     if "E5" in section:
-        # E5's grid is being redesigned (short-convolution flag, curricula, ...): every key the config
-        # crosses (here mixers x kv_pairs x seeds, one table per d_model) must appear as a column of the
-        # rows; when the grid gains a key, add it to this dict and to mqar_grid together.
+        # every key the grid crosses must appear as a column of the rows (mqar_grid names them)
         e5 = section["E5"]
-        widths = [int(e5.get("short_conv_width", 4)) if on else 0 for on in e5.get("short_conv", [False])]
-        for d in e5["d_model"]:
-            out[f"E5_d{d}"] = [{"mixer": m, "short_conv": w, "kv_pairs": kv, "d_model": d, "seed": s}
-                               for m in e5["mixers"] for w in widths for kv in e5["kv_pairs"] for s in e5["seeds"]]
+        for part in mqar_parts(e5):
+            out[f"E5_{part}"] = [{"mixer": m, "short_conv": w, "kv_pairs": kv, "d_model": d, "seed": s}
+                                 for m, w, kv, s, d in mqar_grid(e5, part)[0]]
     return out
 
 
@@ -450,28 +455,64 @@ def log2_law(spec: dict, context: RunContext) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------- E5 ----------
-def mqar_grid(spec: dict) -> tuple[list[tuple[str, int, int, int]], list[int]]:
-    """The (mixer, short_conv width (0: none), kv, seed) models that one E5 job (one d_model) trains
-    together, ordered by mixer, and their init seeds."""
-    widths = [int(spec.get("short_conv_width", 4)) if on else 0 for on in spec.get("short_conv", [False])]
-    configs = [(mixer, width, kv, seed) for mixer in spec["mixers"] for width in widths
+NO_CONV = "noconv"
+"""The suffix of an E5 part whose runs have no short convolution (the ablation arm)."""
+
+
+def mqar_parts(spec: dict) -> list[str]:
+    """E5's jobs, one per (d_model, mixer, arm): "d32-softmax" (with the short convolution) and
+    "d32-softmax-noconv" (the ablation without it). A job ends when its own models have settled, so a
+    mixer that solves in 300 steps does not wait for one that plateaus at 1500. The ablation runs only at
+    `no_conv.d_model` × `no_conv.mixers` when the config restricts it (the plateau it shows is the same
+    at every width)."""
+    arms = spec.get("short_conv", [False])
+    restrict = spec.get("no_conv") or {}
+    parts = []
+    for d in spec["d_model"]:
+        for mixer in spec["mixers"]:
+            if True in arms:
+                parts.append(f"d{d}-{mixer}")
+            if False in arms and d in restrict.get("d_model", [d]) and mixer in restrict.get("mixers", [mixer]):
+                parts.append(f"d{d}-{mixer}-{NO_CONV}")
+    return parts
+
+
+def parse_mqar_part(part: str) -> tuple[int, str | None, bool | None]:
+    """'d32-softmax-noconv' → (32, 'softmax', False); 'd32-softmax' → (32, 'softmax', True); 'd32' → (32, None,
+    None): every mixer and arm of that width in one job (a device where batching pays)."""
+    head, *rest = part.split("-")
+    if not head.startswith("d") or not head[1:].isdigit() or len(rest) > 2 or rest[1:] not in ([], [NO_CONV]):
+        raise ValueError(f"E5 part {part!r}: expected 'd<d_model>[-<mixer>[-{NO_CONV}]]'")
+    return int(head[1:]), (rest[0] if rest else None), (len(rest) == 1 if rest else None)
+
+
+def mqar_grid(spec: dict, part: str) -> tuple[list[tuple[str, int, int, int, int]], list[int]]:
+    """The (mixer, short_conv width (0: none), kv, seed, d_model) models that one E5 job trains together,
+    and their init seeds. A model's seed is named by its own cell (`seed_of`), so it does not depend on
+    which other mixers or widths the config lists, nor on how they are split into jobs."""
+    d_model, mixer, conv = parse_mqar_part(part)
+    if mixer is None:
+        members = [parse_mqar_part(p) for p in mqar_parts(spec) if parse_mqar_part(p)[0] == d_model]
+    else:
+        members = [(d_model, mixer, conv)]
+    width = int(spec.get("short_conv_width", 4))
+    configs = [(m, width if c else 0, kv, seed, d_model) for _, m, c in members
                for kv in spec["kv_pairs"] for seed in spec["seeds"]]
-    return configs, [1000 * seed + 17 * i for i, (_, _, _, seed) in enumerate(configs)]
+    return configs, [seed_of("E5", m, w, d, kv, seed) % (2**31) for m, w, kv, seed, d in configs]
 
 
-def mqar_model(spec: dict, d_model: int) -> BatchedLM:
-    configs, model_seeds = mqar_grid(spec)
+def mqar_model(spec: dict, part: str) -> BatchedLM:
+    configs, model_seeds = mqar_grid(spec, part)
     width = max(c[1] for c in configs)
-    return BatchedLM(model_seeds, [c[0] for c in configs], vocab=spec["vocab"], d_model=d_model,
+    return BatchedLM(model_seeds, [c[0] for c in configs], vocab=spec["vocab"], d_model=configs[0][4],
                      n_layers=spec["layers"], n_heads=spec["heads"], max_len=spec["seq_len"],
                      mlp_ratio=spec.get("mlp_ratio", 4), positional=spec["positional"], short_conv=width,
                      short_conv_on=spec.get("short_conv_on", "qkv"), conv_models=[c[1] > 0 for c in configs],
                      tie_embeddings=spec.get("tie_embeddings", False))
 
 
-def mqar_batch_stack(spec: dict, gens, batch: int, sampler=mqar_batch):
+def mqar_batch_stack(spec: dict, configs, gens, batch: int, sampler=mqar_batch):
     """Tokens (M, B, T), query positions (M, B, max kv) and their targets (−100 on padding), on the CPU."""
-    configs, _ = mqar_grid(spec)
     pairs = [sampler(g, batch, spec["seq_len"], spec["vocab"], c[2]) for g, c in zip(gens, configs)]
     tokens, targets = torch.stack([p[0] for p in pairs]), torch.stack([p[1] for p in pairs])
     positions = scored_positions(targets, max(spec["kv_pairs"]))
@@ -554,16 +595,17 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
     """Train every (mixer, short conv, kv, seed) model of one d_model together, each until it is solved
     (held-out accuracy ≥ target), on a plateau, diverged, or at `steps`; report held-out accuracy and
     the learning certificate of each run."""
-    d_model = int(context.part.removeprefix("d")) if context.part != "all" else spec["d_model"][0]
-    configs, model_seeds = mqar_grid(spec)
-    model = mqar_model(spec, d_model).to(context.device)
+    part = context.part if context.part != "all" else mqar_parts(spec)[0]
+    configs, model_seeds = mqar_grid(spec, part)
+    d_model = configs[0][4]
+    model = mqar_model(spec, part).to(context.device)
     train_gens = generators([s + context.seed for s in model_seeds], offset=1)
     eval_gens = generators([s + context.seed for s in model_seeds], offset=2)
     check_gens = generators([s + context.seed for s in model_seeds], offset=3)
     train_sampler = mqar_curriculum_batch if spec["curriculum"] else mqar_batch
 
     def batch(gens, sampler):
-        return tuple(x.to(context.device) for x in mqar_batch_stack(spec, gens, spec["batch"], sampler))
+        return tuple(x.to(context.device) for x in mqar_batch_stack(spec, configs, gens, spec["batch"], sampler))
 
     def loss(m, b):
         return masked_token_loss(m(b[0], b[1]), b[2])
@@ -574,7 +616,7 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
                           spec, spec["steps"])
     started = time.perf_counter()
     result = train_batched(model, lambda step: batch(train_gens, train_sampler), loss, settings,
-                           desc=f"E5 d={d_model}", on_step=monitor)
+                           desc=f"E5 {part}", on_step=monitor)
     train_time = time.perf_counter() - started
     model.eval()
     with torch.no_grad():
@@ -582,7 +624,7 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
                                 (batch(eval_gens, mqar_batch) for _ in range(spec["eval_batches"]))]).mean(0)
     history = result["model_loss_history"]
     rows = []
-    for i, ((mixer, width, kv, seed), ms) in enumerate(zip(configs, model_seeds)):
+    for i, ((mixer, width, kv, seed, _), ms) in enumerate(zip(configs, model_seeds)):
         own = history[: result["model_steps"][i], i].tolist()  # this model's own updates only
         final = final_loss(own)
         acc = float(accuracy[i])
