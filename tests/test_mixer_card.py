@@ -112,7 +112,6 @@ def smoke():
 def test_config_takes_any_registered_mixer_and_refuses_unknown_ones(smoke, where):
     claim, experiment, key = where
     config = copy.deepcopy(smoke)
-    config[claim][experiment].pop("no_conv", None)  # it names mixers of the tier's list
     config[claim][experiment][key] = ["softmax", "softmax_window8"]  # registered, listed by no tier config
     validate_config(config)
     config[claim][experiment][key] = ["softmax", "gated_linear"]
@@ -139,7 +138,6 @@ def test_worked_example_trains_through_e5_and_lands_in_the_card(smoke, tmp_path)
     from attncap.experiments.context import RunContext
 
     spec = dict(smoke["retrieval_capacity"]["E5"], mixers=["softmax", "softmax_window8"], short_conv=[True])
-    spec.pop("no_conv", None)
     config = copy.deepcopy(smoke)
     config["retrieval_capacity"]["E5"] = spec
     validate_config(config)

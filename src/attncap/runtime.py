@@ -69,12 +69,13 @@ def _json_default(value):
 
 
 def git_revision(default: str = "unknown") -> str:
-    """The checkout's commit (with '+dirty' when the tree has changes), or `default` outside git."""
+    """The checkout's commit (with '+dirty' when tracked files outside reference/ have changes: a reference being
+    rewritten is not a change to the code that made it), or `default` outside git."""
     try:
         root = Path(__file__).resolve().parents[2]
         rev = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
                              capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)reference"], cwd=root,
                                capture_output=True, text=True, timeout=10).stdout.strip()
         return rev + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
