@@ -99,3 +99,22 @@ def test_a_diverged_model_is_stopped_and_recorded_as_diverged():
     from attncap.claims import DIVERGED, learning_status
 
     assert learning_status(math.nan, 0.0) == DIVERGED
+
+
+def test_a_flat_accuracy_with_a_falling_loss_is_not_a_plateau():
+    """The copy-a-value plateau: check accuracy flat at 1/kv while the loss still falls (the recall circuit is
+    forming); the monitor keeps training until the loss has stopped falling too (claims.still_moving)."""
+    spec = dict(SPEC, eval_every=10, plateau_steps=20, plateau_delta=0.01, target_accuracy=0.99)
+    model = rc_exp.mqar_model(spec, "d16")
+    monitor = rc_exp.MqarMonitor(model, [], spec, steps=200)
+    monitor.check_accuracy = lambda: torch.full((len(monitor.done),), 0.25)
+
+    def run(loss_at):
+        for step in range(60):
+            monitor(step, torch.full((len(monitor.done),), loss_at(step)), None)
+        return monitor.reason[0]
+
+    assert run(lambda step: 3.0 * 0.99 ** step) == "max_steps"  # falls ~18% per 20 steps: still moving
+    monitor = rc_exp.MqarMonitor(model, [], spec, steps=200)
+    monitor.check_accuracy = lambda: torch.full((len(monitor.done),), 0.25)
+    assert run(lambda step: 2.8) == "plateau"

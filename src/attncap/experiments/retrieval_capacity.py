@@ -18,9 +18,9 @@ from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM, masked_accuracy, masked_token_loss, scored_positions
 from attncap.models.mixers import MIXERS
 from attncap.tasks.retrieval_capacity import GrowingDotStream, mqar_batch, mqar_curriculum_batch, sample_unit_dots, unit_vectors
-from attncap.claims import DIVERGED, STILL_MOVING, learning_status
+from attncap.claims import DIVERGED, STILL_MOVING, learning_status, still_moving
 from attncap.seeding import seed_of
-from attncap.train import TrainSettings, final_loss, generators, loss_curve, train_batched
+from attncap.train import TrainSettings, final_loss, generators, loss_curve, lr_factor, train_batched
 
 _MAX_ELEMENTS = 1 << 22  # memory chunk for explicit-vector Monte Carlo (32 MiB of float64)
 
@@ -523,15 +523,19 @@ class MqarMonitor:
     set (fresh sequences from the evaluation distribution, drawn once), and per-model stopping.
 
     A model stops (its parameters are held from then on) when it is *solved* (check accuracy ≥
-    `target_accuracy`), *diverged* (non-finite training loss) or on a *plateau* (its best check
-    accuracy over the last `plateau_steps` improved on the best before them by less than
-    `plateau_delta`, measured only after `plateau_steps` steps). A model still improving at the last
-    step is `max_steps` (not settled). The traces (step, check accuracy, mean training loss over the
-    preceding window) are kept for the certificate and the loss-curve figure.
+    `target_accuracy`), *diverged* (non-finite training loss) or on a *plateau*: its best check accuracy
+    over the last `plateau_steps` improved on the best before them by less than `plateau_delta`, AND its
+    training loss has stopped falling by the certificate's rule (`claims.still_moving`: over that window,
+    a relative change of at most PLATEAU_DROP per unit of learning rate per 10% of the step budget).
+    Accuracy alone is not enough: on the copy-a-value plateau (accuracy ≈ 1/kv) the loss keeps falling
+    while the recall circuit forms, and a softmax run cut there at step 450 solves by step 650. A model
+    still improving at the last step is `max_steps` (not settled). The traces (step, check accuracy, mean
+    training loss over the preceding window) are kept for the certificate and the loss-curve figure.
     """
 
-    def __init__(self, model, check_set, spec: dict, steps: int):
+    def __init__(self, model, check_set, spec: dict, steps: int, lr_fraction=lambda step: 1.0):
         self.model, self.check_set, self.steps = model, check_set, steps
+        self.lr_fraction = lr_fraction  # step -> the schedule's factor of the peak rate
         self.every = max(1, int(spec.get("eval_every", 50)))
         self.target = float(spec.get("target_accuracy", 0.99))
         self.window = max(1, int(spec.get("plateau_steps", 1000)) // self.every)
@@ -582,9 +586,21 @@ class MqarMonitor:
                 continue
             if history[-1] >= self.target:
                 self.done[m], self.reason[m], self.stop_step[m] = True, "solved", step + 1
-            elif len(history) > self.window and max(history[-self.window:]) < max(history[:-self.window]) + self.delta:
+            elif (len(history) > self.window and max(history[-self.window:]) < max(history[:-self.window]) + self.delta
+                  and not self.loss_moving(m, step)):
                 self.done[m], self.reason[m], self.stop_step[m] = True, "plateau", step + 1
         return self.done.clone()
+
+    def loss_moving(self, m: int, step: int) -> bool:
+        """`claims.still_moving` on model m's training loss over the plateau window, its drop scaled to 10% of
+        the step budget (the certificate's window) and judged at the mean learning-rate factor of the window."""
+        losses = self.losses[m]
+        before, now = losses[-1 - self.window], losses[-1]
+        change = (before - now) / abs(before) if before else math.nan
+        span = self.window * self.every
+        scale = span / max(1.0, 0.1 * self.steps)  # how many certificate windows the plateau window spans
+        fraction = sum(self.lr_fraction(s) for s in range(step + 1 - span, step + 1)) / span
+        return still_moving(change / scale, fraction)
 
     def trace(self, m: int, values) -> str:
         return " ".join(f"{s}:{v:.4g}" for s, v in zip(self.trace_steps[m], values))
@@ -612,7 +628,7 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
     settings = TrainSettings(steps=spec["steps"], lr=spec["lr"], optimizer="adamw", weight_decay=spec["weight_decay"],
                              warmup_steps=spec["warmup_steps"], schedule="cosine", clip_norm=1.0)
     monitor = MqarMonitor(model, [batch(check_gens, mqar_batch) for _ in range(int(spec.get("check_batches", 1)))],
-                          spec, spec["steps"])
+                          spec, spec["steps"], lr_fraction=lambda step: lr_factor(step, settings))
     started = time.perf_counter()
     result = train_batched(model, lambda step: batch(train_gens, train_sampler), loss, settings,
                            desc=f"E5 {part}", on_step=monitor)
