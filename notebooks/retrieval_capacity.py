@@ -379,17 +379,19 @@ acc.pivot_table(index=["mixer", "arm", "d_model"], columns="kv_pairs", values="a
 # ### Does DeltaFormer keep softmax's recall?
 # DeltaFormer reads with a softmax over keys, but over values the delta rule has transformed first; DeltaNet
 # and linear attention read a d×d state, whose crosstalk grows with kv (the SNR argument of the first
-# section). The check `deltaformer_retrieval` compares softmax − mixer, over seeds, with a 0.05 margin:
-# each DeltaFormer cell where softmax solves should lie within it, each recurrence at the largest kv
-# outside it. Rows: the compared item; columns: the difference and its 95% interval.
+# section). Both checks compare softmax − mixer, over seeds, with a 0.05 margin: `deltaformer_retrieval`
+# wants each DeltaFormer cell where softmax solves inside it, `recurrence_recall_gap` each recurrence at the
+# largest kv outside it. Rows: the compared item; columns: the difference and its 95% interval.
 
 # %%
 from IPython.display import display
 
-df_check = next((c for c in verdicts["checks"] if c["id"] == "deltaformer_retrieval"), None)
-if df_check is not None:
-    gaps = df_check["measured"].get("softmax_minus_mixer [diff, low, high]", {})
-    print(f"deltaformer_retrieval: {df_check['verdict']}" + (f" ({df_check['reason']})" if df_check.get("reason") else ""))
+for check_id in ("deltaformer_retrieval", "recurrence_recall_gap"):
+    check = next((c for c in verdicts["checks"] if c["id"] == check_id), None)
+    if check is None:
+        continue
+    gaps = check["measured"].get("softmax_minus_mixer [diff, low, high]", {})
+    print(f"{check_id}: {check['verdict']}" + (f" ({check['reason']})" if check.get("reason") else ""))
     display(pd.DataFrame.from_dict(gaps, orient="index", columns=["softmax − mixer", "low", "high"]))
 
 # %% [markdown]

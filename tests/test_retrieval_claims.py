@@ -218,13 +218,13 @@ def test_log_squared_law_on_the_default_tier_numbers():
 
 # ---------------------------------------------------------------------------- E5 ----------
 def test_trained_checks_with_seeds():
-    solve, trend, gap, _ = rc.trained_recall(e5_table(seeds=SEEDS, sd=0.05))
+    solve, trend, gap, *_ = rc.trained_recall(e5_table(seeds=SEEDS, sd=0.05))
     assert (solve.verdict, trend.verdict, gap.verdict) == (REPRODUCED, REPRODUCED, REPRODUCED)
     assert all(c.precondition and not c.reason and c.rival for c in (solve, trend, gap))
 
 
 def test_single_seed_comparisons_are_not_resolved():
-    solve, trend, gap, _ = rc.trained_recall(e5_table())
+    solve, trend, gap, *_ = rc.trained_recall(e5_table())
     assert solve.verdict == REPRODUCED  # a per-run lower bound needs no seed spread
     for check in (trend, gap):
         assert check.verdict == INCONCLUSIVE and "one seed per cell" in check.reason
@@ -263,7 +263,7 @@ def test_a_settled_softmax_failure_reads_not_reproduced_an_improving_one_inconcl
 def test_a_softmax_failure_at_d16_withholds_only_its_own_cell():
     table = e5_table(seeds=SEEDS, sd=0.05)
     table.loc[_cell(table, "softmax", 16, 16), ["accuracy", "train_accuracy"]] = 0.3  # settled on a plateau
-    solve, trend, gap, _ = rc.trained_recall(table)
+    solve, trend, gap, *_ = rc.trained_recall(table)
     assert solve.verdict == REPRODUCED  # d ≥ 32 cells are not gated on d = 16
     assert trend.verdict == REPRODUCED  # linear trends do not depend on softmax
     assert gap.verdict == NOT_REPRODUCED  # the gap's own cell: softmax 0.3 vs linear 0.2
@@ -275,7 +275,7 @@ def test_a_softmax_failure_at_d16_withholds_only_its_own_cell():
 def test_low_linear_accuracy_on_a_plateau_is_the_claim_not_a_failure_to_learn():
     table = e5_table(seeds=SEEDS, sd=0.02)
     table.loc[table["mixer"] == "linear_elu", ["accuracy", "train_accuracy"]] = 0.05  # far below 0.9, plateaued
-    solve, trend, gap, _ = rc.trained_recall(table)
+    solve, trend, gap, *_ = rc.trained_recall(table)
     assert gap.verdict == REPRODUCED and solve.verdict == REPRODUCED
 
 
@@ -285,7 +285,7 @@ def test_diverged_runs_withhold_only_what_depends_on_them(mixer):
     bad = _cell(table, mixer, 32, 8) & (table["seed"] == 0)
     table.loc[bad, ["final_train_loss", "accuracy", "train_accuracy"]] = np.nan
     table.loc[bad, "stop_reason"] = "diverged"
-    solve, trend, gap, _ = rc.trained_recall(table)
+    solve, trend, gap, *_ = rc.trained_recall(table)
     assert solve.verdict == (INCONCLUSIVE if mixer == "softmax" else REPRODUCED)
     assert trend.verdict == (INCONCLUSIVE if mixer == "linear_elu" else REPRODUCED)
     if mixer == "softmax":
@@ -298,7 +298,7 @@ def test_diverged_runs_withhold_only_what_depends_on_them(mixer):
 def test_linear_runs_still_learning_at_the_step_limit_withhold_their_series():
     table = e5_table(seeds=SEEDS, sd=0.05)
     table.loc[_cell(table, "linear_elu", 64, 16), "stop_reason"] = "max_steps"
-    solve, trend, gap, _ = rc.trained_recall(table)
+    solve, trend, gap, *_ = rc.trained_recall(table)
     assert solve.verdict == REPRODUCED  # the softmax runs are unaffected
     assert trend.verdict == INCONCLUSIVE and "still improving" in trend.reason
     assert gap.verdict == REPRODUCED  # the gap's cell (d = 16, kv = 16) settled
@@ -330,7 +330,7 @@ def test_run_status_agrees_with_the_gate():
 
 
 def test_the_ablation_without_the_convolution_is_reported_not_compared():
-    solve, trend, gap, _ = rc.trained_recall(e5_table())
+    solve, trend, gap, *_ = rc.trained_recall(e5_table())
     assert "with the short convolution" in solve.statement
     assert solve.measured["softmax_without_conv_min_accuracy"] == pytest.approx(1 / 16)
 
@@ -345,7 +345,7 @@ def test_missing_inputs_are_never_reproduced(missing):
                 "E3": {"beta_shortcut", "softmax_bound_gaussian", "softmax_bound_exact", "exponential_vs_linear",
                        "temperature_optimum", "blog_capacity_table"},
                 "E4": {"log_squared_law"}, "E5": {"mqar_softmax_solves", "mqar_linear_trends", "mqar_gap",
-                                                     "deltaformer_retrieval"}}[missing]
+                                                     "deltaformer_retrieval", "recurrence_recall_gap"}}[missing]
     for check in checks:
         assert check.rival, check.id
         if check.id in affected:
@@ -494,42 +494,50 @@ def test_relu_snr_missing_rows_and_narrow_grids_are_inconclusive():
 
 # ------------------------------------------------------------------ deltaformer_retrieval ----------
 def _retrieval(table):
-    return rc.trained_recall(table)[3]
+    former, gap = rc.trained_recall(table)[3:5]
+    assert (former.id, gap.id) == ("deltaformer_retrieval", "recurrence_recall_gap")
+    return former, gap
 
 
 def test_deltaformer_at_softmax_and_recurrences_below_reproduce():
-    check = _retrieval(e5_table(seeds=SEEDS, sd=0.05))
-    assert check.id == "deltaformer_retrieval" and check.verdict == REPRODUCED, check.reason
-    assert check.rival and check.precondition
-    # 9 DeltaFormer cells (softmax solves everywhere in this table) + linear and DeltaNet at kv = 16 at 3 widths
-    assert check.measured["items_claimed"] == 9 + 6
+    former, gap = _retrieval(e5_table(seeds=SEEDS, sd=0.05))
+    assert former.verdict == REPRODUCED and gap.verdict == REPRODUCED, (former.reason, gap.reason)
+    assert all(c.rival and c.precondition for c in (former, gap))
+    assert former.measured["items_claimed"] == 9  # every cell: softmax solves everywhere in this table
+    assert gap.measured["items_claimed"] == 6  # linear and DeltaNet at kv = 16, at 3 widths
 
 
 def test_deltaformer_recalling_like_a_recurrence_is_refused():
-    # the rival: DeltaFormer trails softmax where softmax solves, and the recurrences match softmax at the largest kv
+    # the rival of both: DeltaFormer trails softmax where softmax solves, the recurrences match softmax at the largest kv
     rival = e5_table(seeds=SEEDS, sd=0.01, former=lambda d, kv: 0.6, delta=lambda d, kv: 0.99, linear_at_hard=0.99,
                      linear=lambda d, kv: 0.99)
-    assert _retrieval(rival).verdict == NOT_REPRODUCED
-    # only DeltaFormer fails: the recurrences still trail softmax, so the claim holds in part
-    half = _retrieval(e5_table(seeds=SEEDS, sd=0.05, former=lambda d, kv: 0.6))
-    assert half.verdict == PARTIALLY and any("deltaformer_linear" in k for k in half.measured["items_rival"])
+    assert [c.verdict for c in _retrieval(rival)] == [NOT_REPRODUCED, NOT_REPRODUCED]
+    # DeltaFormer fails in one width only: partially; the recurrences' gap is unaffected
+    half = e5_table(seeds=SEEDS, sd=0.05, former=lambda d, kv: 0.6 if d == 64 else 0.99)
+    former, gap = _retrieval(half)
+    assert former.verdict == PARTIALLY and gap.verdict == REPRODUCED
+    assert all("d=64" in k for k in former.measured["items_rival"]) and len(former.measured["items_rival"]) == 3
 
 
-def test_deltaformer_retrieval_needs_seeds_and_certified_runs():
+def test_each_side_is_withheld_only_on_its_own_uncertified_runs():
     single = _retrieval(e5_table())
-    assert single.verdict == INCONCLUSIVE and "one seed per cell" in single.reason
+    assert all(c.verdict == INCONCLUSIVE and "one seed per cell" in c.reason for c in single)
     table = e5_table(seeds=SEEDS, sd=0.05)
     table.loc[_cell(table, "deltaformer_linear", 32, 8), "stop_reason"] = "max_steps"
-    gated = _retrieval(table)
-    assert gated.verdict == INCONCLUSIVE and "deltaformer_linear" in gated.reason
+    former, gap = _retrieval(table)
+    assert former.verdict == INCONCLUSIVE and "deltaformer_linear" in former.reason and gap.verdict == REPRODUCED
+    table = e5_table(seeds=SEEDS, sd=0.05)
+    table.loc[_cell(table, "linear_elu", 64, 16), "stop_reason"] = "max_steps"  # a recurrence still improving
+    former, gap = _retrieval(table)
+    assert former.verdict == REPRODUCED and gap.verdict == INCONCLUSIVE and "linear_elu" in gap.reason
     no_former = e5_table(seeds=SEEDS, sd=0.05)
     no_former = no_former[no_former["mixer"] != "deltaformer_linear"]
-    assert _retrieval(no_former).verdict == INCONCLUSIVE
+    assert _retrieval(no_former)[0].verdict == INCONCLUSIVE
 
 
 def test_cells_softmax_does_not_solve_are_skipped_not_counted():
     table = e5_table(seeds=SEEDS, sd=0.05)
     table.loc[_cell(table, "softmax", 16, 4), "accuracy"] = 0.5
-    check = _retrieval(table)
-    assert "deltaformer_linear d=16 kv=4" in check.measured["softmax_unsolved_cells_skipped"]
-    assert check.measured["items_claimed"] == 8 + 6
+    former, _ = _retrieval(table)
+    assert "deltaformer_linear d=16 kv=4" in former.measured["softmax_unsolved_cells_skipped"]
+    assert former.measured["items_claimed"] == 8

@@ -534,10 +534,11 @@ def trained_recall(e5: pd.DataFrame | None) -> list[Check]:
              "reversed trends"),
             ("mqar_gap", "At the hardest cell linear attention trails softmax by ≥ 0.3", f"gap ≥ {GAP}",
              f"gap < {GAP}"),
-            ("deltaformer_retrieval", DF_STATEMENT, DF_EXPECTED, DF_RIVAL))]
+            ("deltaformer_retrieval", DF_STATEMENT, DF_EXPECTED, DF_RIVAL),
+            ("recurrence_recall_gap", GAP_STATEMENT, GAP_EXPECTED, GAP_RIVAL))]
     arm, arm_name = _mqar_arm(e5)
     return [softmax_solves(e5, arm, arm_name, source), linear_trends(arm, arm_name, source),
-            linear_gap(arm, arm_name, source), deltaformer_retrieval(arm, arm_name)]
+            linear_gap(arm, arm_name, source), *deltaformer_retrieval(arm, arm_name)]
 
 
 def softmax_solves(e5: pd.DataFrame, arm: pd.DataFrame, arm_name: str, source: str) -> Check:
@@ -663,71 +664,80 @@ def linear_gap(arm: pd.DataFrame, arm_name: str, source: str) -> Check:
 DF_MARGIN = 0.05
 """DeltaFormer keeps softmax's recall: its held-out MQAR accuracy within this much of softmax's (issue 23)."""
 DF_SOURCE = "Zhong et al. 2025 (seed 003): DeltaFormer combines softmax's retrieval with DeltaNet's delta-rule update"
-DF_STATEMENT = "DeltaFormer keeps softmax attention's recall; DeltaNet and linear attention fall below it at the largest kv"
-DF_EXPECTED = (f"every DeltaFormer mixer within {DF_MARGIN} of softmax in every cell where softmax solves (each softmax run "
-               f"≥ {SOLVES_ACCURACY}); every DeltaNet and linear mixer more than {DF_MARGIN} below softmax at the largest kv, "
-               "at every width")
-DF_RIVAL = (f"DeltaFormer recalls like a recurrence: more than {DF_MARGIN} below softmax where softmax solves; or the "
-            f"recurrences are as good as softmax at the largest kv (within {DF_MARGIN}: no capacity limit at this scale)")
+DF_STATEMENT = "DeltaFormer keeps softmax attention's recall wherever softmax solves MQAR"
+DF_EXPECTED = (f"every DeltaFormer mixer within {DF_MARGIN} of softmax in every cell where softmax solves (each softmax "
+               f"run ≥ {SOLVES_ACCURACY})")
+DF_RIVAL = (f"DeltaFormer recalls like a recurrence: more than {DF_MARGIN} below softmax in some cell softmax solves")
+GAP_SOURCE = "Zhong et al. 2025 (seed 003), SNR argument: a d×d state cannot hold kv ≫ d pairs apart"
+GAP_STATEMENT = "DeltaNet and linear attention recall worse than softmax at the largest kv"
+GAP_EXPECTED = f"every DeltaNet and linear mixer more than {DF_MARGIN} below softmax at the largest kv, at every width"
+GAP_RIVAL = (f"the recurrences recall as well as softmax at the largest kv (within {DF_MARGIN}): no capacity limit at "
+             "this scale")
 
 
-def deltaformer_retrieval(arm: pd.DataFrame, arm_name: str) -> Check:
-    """Two sides of one SNR argument, decided against the same margin over seeds (Welch 95% interval of
-    softmax − mixer): a DeltaFormer mixer (softmax read over delta-transformed values) stays within DF_MARGIN
-    of softmax in every cell softmax solves; a DeltaNet or linear mixer (a d×d state) trails it by more than
-    DF_MARGIN at the largest kv. Each item is gated on its own cell's runs."""
-    statement = f"{DF_STATEMENT} ({arm_name})"
-    tolerance = (f"per item, the 95% interval (Welch, over seeds) of softmax − mixer against {DF_MARGIN}: DeltaFormer "
-                 f"claimed when it lies below {DF_MARGIN}, rival when above; a recurrence claimed when it lies above "
-                 f"{DF_MARGIN}, rival when below; otherwise not resolved (one seed per cell resolves nothing); all items "
-                 "claimed → reproduced, some rival → partially, all rival → not reproduced")
-    mixers = [str(m) for m in dict.fromkeys(arm["mixer"].astype(str))] if "mixer" in arm else []
-    formers = [m for m in mixers if m.startswith("deltaformer")]
-    recurrences = [m for m in mixers if m.startswith(("deltanet", "linear"))]
-    softmax = arm[arm["mixer"] == "softmax"] if len(arm) else arm
-    if not len(softmax) or not formers:
-        return _missing("deltaformer_retrieval", statement, DF_SOURCE, DF_EXPECTED, tolerance, DF_RIVAL)
+def deltaformer_retrieval(arm: pd.DataFrame, arm_name: str) -> list[Check]:
+    """Two checks from one comparison, softmax − mixer over seeds (Welch 95% interval) against DF_MARGIN:
+    `deltaformer_retrieval`, a DeltaFormer mixer (a softmax read over delta-transformed values) within the
+    margin of softmax in every cell softmax solves; `recurrence_recall_gap`, a DeltaNet or linear mixer (a
+    d×d state) more than the margin below softmax at the largest kv. They are separate so that a recurrence
+    still improving at the step limit withholds only the second; each item is gated on its own cell's runs."""
+    formers, recurrences, softmax = [], [], arm.iloc[:0]
+    if "mixer" in arm and len(arm):
+        mixers = [str(m) for m in dict.fromkeys(arm["mixer"].astype(str))]
+        formers = [m for m in mixers if m.startswith("deltaformer")]
+        recurrences = [m for m in mixers if m.startswith(("deltanet", "linear"))]
+        softmax = arm[arm["mixer"] == "softmax"]
+    tolerance = (f"per item, the 95% interval (Welch, over seeds) of softmax − mixer against {DF_MARGIN}: claimed when it "
+                 "lies on the claimed side, rival when on the other, otherwise not resolved (one seed per cell resolves "
+                 "nothing); all items claimed → reproduced, some rival → partially, all rival → not reproduced")
+    former_check = _margin_check("deltaformer_retrieval", f"{DF_STATEMENT} ({arm_name})", DF_SOURCE, DF_EXPECTED,
+                                 DF_RIVAL, tolerance, arm, softmax, formers, keeps=True)
+    gap_check = _margin_check("recurrence_recall_gap", f"{GAP_STATEMENT} ({arm_name})", GAP_SOURCE, GAP_EXPECTED,
+                              GAP_RIVAL, tolerance, arm, softmax, recurrences, keeps=False)
+    return [former_check, gap_check]
+
+
+def _margin_check(check_id, statement, source, expected, rival, tolerance, arm, softmax, mixers, *, keeps) -> Check:
+    """softmax − mixer against DF_MARGIN per item: `keeps` (DeltaFormer) in every cell softmax solves, claimed
+    when the interval lies below the margin; otherwise (a recurrence) at the largest kv of every width, claimed
+    when it lies above."""
+    if not len(softmax) or not mixers:
+        return _missing(check_id, statement, source, expected, tolerance, rival)
     kv_max = int(arm["kv_pairs"].max())
     outcomes, withheld, gaps, skipped = {}, [], {}, []
-
-    def decide(name: str, runs: pd.DataFrame, reference: pd.DataFrame, keeps: bool) -> None:
-        diff = compare_groups(reference["accuracy"].to_numpy(float), runs["accuracy"].to_numpy(float))
-        gaps[name] = [round(diff.difference, 4), round(diff.low, 4), round(diff.high, 4)]
-        cert = mqar_certificate(pd.concat([reference, runs]))
-        if not cert.ok:
-            withheld.append(cert)
-            return
-        below, above = diff.high < DF_MARGIN, diff.low > DF_MARGIN
-        outcomes[name] = (CLAIMED if below else RIVAL if above else NOT_RESOLVED) if keeps else (
-            CLAIMED if above else RIVAL if below else NOT_RESOLVED)
-
     for (d, kv), cell in arm.groupby(["d_model", "kv_pairs"]):
         reference = cell[cell["mixer"] == "softmax"]
         label = f"d={_cell_value(d)} kv={_cell_value(kv)}"
-        solved = len(reference) and bool((reference["accuracy"].astype(float) >= SOLVES_ACCURACY).all())
-        for mixer in formers:
+        if not len(reference) or (not keeps and kv != kv_max):
+            continue
+        solved = bool((reference["accuracy"].astype(float) >= SOLVES_ACCURACY).all())
+        for mixer in mixers:
             runs = cell[cell["mixer"] == mixer]
             if not len(runs):
                 continue
-            if not solved:
-                skipped.append(f"{mixer} {label}")
+            name = f"{mixer} {label}"
+            if keeps and not solved:
+                skipped.append(name)
                 continue
-            decide(f"{mixer} {label}", runs, reference, keeps=True)
-        if kv == kv_max and len(reference):
-            for mixer in recurrences:
-                runs = cell[cell["mixer"] == mixer]
-                if len(runs):
-                    decide(f"{mixer} {label}", runs, reference, keeps=False)
-    seeds = int(arm[arm["mixer"].isin(formers + recurrences + ["softmax"])].groupby(
-        ["mixer", "d_model", "kv_pairs"]).size().min())
-    measured = {"seeds_per_cell": seeds, "largest_kv": kv_max,
-                "items_claimed": sum(v == CLAIMED for v in outcomes.values()),
+            diff = compare_groups(reference["accuracy"].to_numpy(float), runs["accuracy"].to_numpy(float))
+            gaps[name] = [round(diff.difference, 4), round(diff.low, 4), round(diff.high, 4)]
+            cert = mqar_certificate(pd.concat([reference, runs]))
+            if not cert.ok:
+                withheld.append(cert)
+                continue
+            below, above = diff.high < DF_MARGIN, diff.low > DF_MARGIN
+            outcomes[name] = (CLAIMED if below else RIVAL if above else NOT_RESOLVED) if keeps else (
+                CLAIMED if above else RIVAL if below else NOT_RESOLVED)
+    seeds = int(arm[arm["mixer"].isin(mixers + ["softmax"])].groupby(["mixer", "d_model", "kv_pairs"]).size().min())
+    measured = {"seeds_per_cell": seeds, "items_claimed": sum(v == CLAIMED for v in outcomes.values()),
                 "items_rival": sorted(k for k, v in outcomes.items() if v == RIVAL),
                 "items_not_resolved": sorted(k for k, v in outcomes.items() if v == NOT_RESOLVED),
-                "softmax_unsolved_cells_skipped": skipped,
                 "softmax_minus_mixer [diff, low, high]": gaps}
-    check = Check("deltaformer_retrieval", statement, DF_SOURCE, measured, DF_EXPECTED, tolerance, INCONCLUSIVE,
-                  rival=DF_RIVAL)
+    if keeps:
+        measured["softmax_unsolved_cells_skipped"] = skipped
+    else:
+        measured["largest_kv"] = kv_max
+    check = Check(check_id, statement, source, measured, expected, tolerance, INCONCLUSIVE, rival=rival)
     detail = ("one seed per cell: no seed spread to resolve a difference against" if seeds < 2
               else f"items {listing(unresolved(outcomes))}")
     return _gated(check, outcomes, Certificate.combine(withheld), f"accuracy differences against {DF_MARGIN}", detail)
