@@ -336,7 +336,7 @@ acc = (e5.groupby(["mixer", "arm", "short_conv", "d_model", "kv_pairs"], as_inde
 plotting.save_table(acc, tables_dir, CLAIM, "mqar_accuracy")
 d_values = sorted(e5["d_model"].unique())
 mixers = list(dict.fromkeys(e5["mixer"]))
-colors = dict(zip(mixers, sns.color_palette("colorblind", len(mixers))))
+colors = dict(zip(mixers, sns.color_palette("tab10", len(mixers))))  # tab10: six mixers stay apart (colorblind put two oranges side by side)
 styles = {"with conv": "-", "no conv": "--"}
 fig, axes = plotting.figure(ncols=len(d_values), width=4.2, height=3.6, sharey=True)
 axes = np.atleast_1d(axes)
