@@ -118,3 +118,11 @@ def test_a_flat_accuracy_with_a_falling_loss_is_not_a_plateau():
     monitor = rc_exp.MqarMonitor(model, [], spec, steps=200)
     monitor.check_accuracy = lambda: torch.full((len(monitor.done),), 0.25)
     assert run(lambda step: 2.8) == "plateau"
+
+
+def test_a_mixer_may_have_its_own_rate_but_one_job_has_one():
+    spec = dict(SPEC, lr=0.01, lr_by_mixer={"linear_elu": 0.003})
+    assert rc_exp.mqar_lr(spec, ["softmax", "softmax"]) == 0.01
+    assert rc_exp.mqar_lr(spec, ["linear_elu"]) == 0.003
+    with pytest.raises(ValueError, match="different rates"):
+        rc_exp.mqar_lr(spec, ["softmax", "linear_elu"])

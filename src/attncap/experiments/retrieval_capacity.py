@@ -41,6 +41,9 @@ def check_config(section: dict) -> list[str]:
             problems.append(f"E5.mixers[{i}]: unknown mixer {name!r}; known: {sorted(MIXERS)}")
     # the ablation runs where no_conv and the grid meet, so overriding E5.mixers alone stays valid; only
     # names that could never match are refused (a typo would silently drop the ablation)
+    stray = [m for m in e5.get("lr_by_mixer", {}) if m not in MIXERS]
+    if stray:
+        problems.append(f"E5.lr_by_mixer: unknown mixers {stray}; known: {sorted(MIXERS)}")
     restrict = e5.get("no_conv") or {}
     unknown = [x for x in restrict.get("mixers", []) if x not in MIXERS]
     if unknown:
@@ -500,6 +503,16 @@ def mqar_grid(spec: dict, part: str) -> tuple[list[tuple[str, int, int, int, int
     return configs, [seed_of("E5", m, w, d, kv, seed) % (2**31) for m, w, kv, seed, d in configs]
 
 
+def mqar_lr(spec: dict, mixers: list[str]) -> float:
+    """The peak learning rate of one E5 job: `lr`, or the mixer's entry in `lr_by_mixer` (one optimizer per job,
+    so a job whose mixers would need different rates is refused)."""
+    rates = {spec.get("lr_by_mixer", {}).get(m, spec["lr"]) for m in mixers}
+    if len(rates) > 1:
+        raise ValueError(f"E5: one job trains mixers {sorted(set(mixers))} at different rates {sorted(rates)}; "
+                         "run them as separate parts (d<d>-<mixer>)")
+    return float(rates.pop())
+
+
 def mqar_model(spec: dict, part: str) -> BatchedLM:
     configs, model_seeds = mqar_grid(spec, part)
     width = max(c[1] for c in configs)
@@ -625,7 +638,8 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
     def loss(m, b):
         return masked_token_loss(m(b[0], b[1]), b[2])
 
-    settings = TrainSettings(steps=spec["steps"], lr=spec["lr"], optimizer="adamw", weight_decay=spec["weight_decay"],
+    lr = mqar_lr(spec, [c[0] for c in configs])
+    settings = TrainSettings(steps=spec["steps"], lr=lr, optimizer="adamw", weight_decay=spec["weight_decay"],
                              warmup_steps=spec["warmup_steps"], schedule="cosine", clip_norm=1.0)
     monitor = MqarMonitor(model, [batch(check_gens, mqar_batch) for _ in range(int(spec.get("check_batches", 1)))],
                           spec, spec["steps"], lr_fraction=lambda step: lr_factor(step, settings))
@@ -657,7 +671,7 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
             "vocab": spec["vocab"], "seq_len": spec["seq_len"], "layers": spec["layers"], "heads": spec["heads"],
             "mlp_ratio": spec.get("mlp_ratio", 4), "short_conv_on": spec.get("short_conv_on", "qkv") if width else "",
             "max_steps": spec["steps"], "steps": result["steps_run"], "steps_run": int(result["model_steps"][i]),
-            "stop_reason": monitor.reason[i], "batch": spec["batch"], "lr": spec["lr"],
+            "stop_reason": monitor.reason[i], "batch": spec["batch"], "lr": lr,
             "weight_decay": spec["weight_decay"], "accuracy": acc,
             # held-out sequences of the training length and kv: the in-distribution accuracy of the certificate
             "train_accuracy": acc, "check_accuracy": monitor.accuracy[i][-1] if monitor.accuracy[i] else math.nan,
