@@ -397,12 +397,12 @@ def plateau_drop(losses, fraction: float = 0.1) -> float:
     return (before - last) / abs(before) if before else 0.0
 
 
-def tail_lr_fraction(settings: TrainSettings, steps: int, fraction: float = 0.1) -> float:
-    """Mean learning-rate factor (peak = 1) over the last `fraction` of `steps` optimizer steps, the window
-    `plateau_drop` compares: the certificate divides the loss drop by it, so a schedule that decayed to
-    almost nothing cannot pass for a plateau (`attncap.claims.certify`)."""
+def tail_lr_fraction(settings: TrainSettings, steps: int, fraction: float = 0.1, window: int | None = None) -> float:
+    """Mean learning-rate factor (peak = 1) over the last `fraction` of `steps` optimizer steps (or the last
+    `window` steps), the window `plateau_drop` compares: the certificate divides the loss drop by it, so a
+    schedule that decayed to almost nothing cannot pass for a plateau (`attncap.claims.certify`)."""
     steps = int(steps)
-    window = max(1, int(steps * fraction))
+    window = max(1, min(steps, int(window)) if window is not None else int(steps * fraction))
     if steps < 1:
         return math.nan
     # fsum: a constant final rate equal to MIN_LR_FRACTION must not land below it by rounding

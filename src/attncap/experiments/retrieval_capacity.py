@@ -20,7 +20,7 @@ from attncap.models.mixers import MIXERS
 from attncap.tasks.retrieval_capacity import GrowingDotStream, mqar_batch, mqar_curriculum_batch, sample_unit_dots, unit_vectors
 from attncap.claims import DIVERGED, STILL_MOVING, learning_status, still_moving
 from attncap.seeding import seed_of
-from attncap.train import TrainSettings, final_loss, generators, loss_curve, lr_factor, train_batched
+from attncap.train import TrainSettings, final_loss, generators, loss_curve, tail_lr_fraction, train_batched
 
 _MAX_ELEMENTS = 1 << 22  # memory chunk for explicit-vector Monte Carlo (32 MiB of float64)
 
@@ -39,15 +39,12 @@ def check_config(section: dict) -> list[str]:
     for i, name in enumerate(e5["mixers"]):  # any registered mixer trains here (docs/adding-a-mixer.md)
         if name not in MIXERS:
             problems.append(f"E5.mixers[{i}]: unknown mixer {name!r}; known: {sorted(MIXERS)}")
-    # the ablation runs where no_conv and the grid meet, so overriding E5.mixers alone stays valid; only
-    # names that could never match are refused (a typo would silently drop the ablation)
-    stray = [m for m in e5.get("lr_by_mixer", {}) if m not in MIXERS]
-    if stray:
-        problems.append(f"E5.lr_by_mixer: unknown mixers {stray}; known: {sorted(MIXERS)}")
-    restrict = e5.get("no_conv") or {}
-    unknown = [x for x in restrict.get("mixers", []) if x not in MIXERS]
-    if unknown:
-        problems.append(f"E5.no_conv.mixers: unknown mixers {unknown}; known: {sorted(MIXERS)}")
+    # mixers named beside the grid's list need only be registered: the ablation runs where no_conv and the grid
+    # meet, so overriding E5.mixers alone stays valid; a typo (which would silently drop its runs) is refused
+    for key, names in (("lr_by_mixer", e5.get("lr_by_mixer", {})), ("no_conv.mixers", (e5.get("no_conv") or {}).get("mixers", []))):
+        unknown = [m for m in names if m not in MIXERS]
+        if unknown:
+            problems.append(f"E5.{key}: unknown mixers {unknown}; known: {sorted(MIXERS)}")
     return problems
 
 
@@ -494,7 +491,7 @@ def mqar_grid(spec: dict, part: str) -> tuple[list[tuple[str, int, int, int, int
     which other mixers or widths the config lists, nor on how they are split into jobs."""
     d_model, mixer, conv = parse_mqar_part(part)
     if mixer is None:
-        members = [parse_mqar_part(p) for p in mqar_parts(spec) if parse_mqar_part(p)[0] == d_model]
+        members = [q for q in map(parse_mqar_part, mqar_parts(spec)) if q[0] == d_model]
     else:
         members = [(d_model, mixer, conv)]
     width = int(spec.get("short_conv_width", 4))
@@ -546,9 +543,9 @@ class MqarMonitor:
     training loss over the preceding window) are kept for the certificate and the loss-curve figure.
     """
 
-    def __init__(self, model, check_set, spec: dict, steps: int, lr_fraction=lambda step: 1.0):
+    def __init__(self, model, check_set, spec: dict, steps: int, settings: TrainSettings | None = None):
         self.model, self.check_set, self.steps = model, check_set, steps
-        self.lr_fraction = lr_fraction  # step -> the schedule's factor of the peak rate
+        self.settings = settings  # the schedule the loss rule reads its learning-rate factor from (None: constant)
         self.every = max(1, int(spec.get("eval_every", 50)))
         self.target = float(spec.get("target_accuracy", 0.99))
         self.window = max(1, int(spec.get("plateau_steps", 1000)) // self.every)
@@ -612,7 +609,7 @@ class MqarMonitor:
         change = (before - now) / abs(before) if before else math.nan
         span = self.window * self.every
         scale = span / max(1.0, 0.1 * self.steps)  # how many certificate windows the plateau window spans
-        fraction = sum(self.lr_fraction(s) for s in range(step + 1 - span, step + 1)) / span
+        fraction = 1.0 if self.settings is None else tail_lr_fraction(self.settings, step + 1, window=span)
         return still_moving(change / scale, fraction)
 
     def trace(self, m: int, values) -> str:
@@ -642,7 +639,7 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
     settings = TrainSettings(steps=spec["steps"], lr=lr, optimizer="adamw", weight_decay=spec["weight_decay"],
                              warmup_steps=spec["warmup_steps"], schedule="cosine", clip_norm=1.0)
     monitor = MqarMonitor(model, [batch(check_gens, mqar_batch) for _ in range(int(spec.get("check_batches", 1)))],
-                          spec, spec["steps"], lr_fraction=lambda step: lr_factor(step, settings))
+                          spec, spec["steps"], settings)
     started = time.perf_counter()
     result = train_batched(model, lambda step: batch(train_gens, train_sampler), loss, settings,
                            desc=f"E5 {part}", on_step=monitor)
