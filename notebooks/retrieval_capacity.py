@@ -315,15 +315,19 @@ plotting.save_table(e4[["n", "ln_n_squared", "d_min", "d_lo", "d_hi", "status", 
 # flash-linear-attention's recall models): without it the previous-token step of the recall circuit has to
 # be learned from positions, and small models sit on the plateau where they copy some value from the
 # context (accuracy ≈ 1/kv, the dotted line). The verdicts compare the mixers *with* the convolution; the
-# runs without it are the ablation, run at one width (the plateau is the same at every width). Each run is certified on its own (finite, and settled: solved or on a
-# plateau); hollow markers and grey curves are runs that failed (still improving at the step limit, or
-# diverged), and a verdict withholds only the cells that depend on them. Models use tied input/output embeddings and no MLP, as Zoology's MQAR baselines do.
+# runs without it are the ablation, run at one width (the plateau is the same at every width). Each run is
+# certified on its own: finite, and settled (solved or on a plateau). A run at chance (below 1.5/kv) is
+# certified only beside a wider run of the same mixer and kv that left the plateau: that run shows the
+# recipe trains this mixer, so the narrower one's failure is its capacity; without it the failure is ours
+# to explain, not evidence. Hollow markers and grey curves are runs that failed (still improving at the
+# step limit, diverged, or at chance without that control), and a verdict withholds only the cells that
+# depend on them. Models use tied input/output embeddings and no MLP, as Zoology's MQAR baselines do.
 
 # %%
 e5 = tables["E5"].copy()
 e5["short_conv"] = e5["short_conv"].fillna(0).astype(int) if "short_conv" in e5 else 0
 e5["arm"] = np.where(e5["short_conv"] > 0, "with conv", "no conv")
-e5["certificate"] = mqar_run_status(e5)  # as the verdicts judge each run: settled (solved/plateau) and finite
+e5["certificate"] = mqar_run_status(e5)  # as the verdicts judge each run: finite, settled, and not at chance unless a wider run learned
 e5["certified"] = e5["certificate"] == LEARNED
 e5[["vocab", "seq_len", "layers", "mlp_ratio", "max_steps", "batch", "lr", "short_conv_on"]].drop_duplicates()
 
@@ -361,7 +365,7 @@ for ax in axes[:-1]:
 handles, labels = axes[-1].get_legend_handles_labels()
 handles += [Line2D([], [], color="gray", marker="o", ls="", label="run certified (settled: solved or plateau)"),
             Line2D([], [], color="gray", marker="o", ls="", markerfacecolor="white",
-                   label="not certified (still improving at the step limit, or diverged)")]
+                   label="not certified (still improving at the step limit, diverged,\nor at chance with no wider run of the mixer off it)")]
 axes[-1].legend(handles=handles, fontsize="x-small", loc="center left", bbox_to_anchor=(1.02, 0.5))
 fig.suptitle(f"MQAR held-out accuracy vs kv, per width ({tier} tier)")
 plotting.save(fig, figures_dir, CLAIM, "mqar_accuracy")
@@ -429,7 +433,7 @@ for col, d in enumerate(d_values):
 handles = [Line2D([], [], color=colors[m], ls=styles[a], label=f"{m}, {a}")
            for m, a in e5[["mixer", "arm"]].drop_duplicates().itertuples(index=False)]
 handles += [Line2D([], [], color="gray", alpha=al, label=f"kv = {kv}") for kv, al in kv_alpha.items()]
-handles += [Line2D([], [], color="lightgray", label="not certified (still improving at the step limit, or diverged)")]
+handles += [Line2D([], [], color="lightgray", label="not certified (still improving at the step limit, diverged,\nor at chance with no wider run of the mixer off it)")]
 axes[0, -1].legend(handles=handles, fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
 fig.suptitle(f"MQAR learning curves ({tier} tier)")
 plotting.save(fig, figures_dir, CLAIM, "mqar_training")

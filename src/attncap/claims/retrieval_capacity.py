@@ -17,7 +17,7 @@ import pandas as pd
 
 from attncap import theory
 from attncap.claims import (DIVERGED, INCONCLUSIVE, MISSING, NOT_REPRODUCED, PARTIALLY, REPRODUCED,
-                            CLAIM, SANITY, STILL_MOVING, Certificate, Check, certify, every_cell_verdict, gate, listing,
+                            CLAIM, SANITY, STILL_MOVING, UNDER_TRAINED, Certificate, Check, certify, every_cell_verdict, gate, listing,
                             missing_check)
 from attncap.claims.laws import (CLAIMED, NOT_RESOLVED, RIVAL, LawComparison, compare_groups, compare_laws,
                                  exponent_interval, not_resolved_reason, tally, with_intercept)
@@ -442,9 +442,16 @@ GAP = 0.3
 SETTLED = ("solved", "plateau")
 """Stop reasons (E5 column `stop_reason`) of a run that finished learning: it reached the target accuracy,
 or its held-out accuracy stopped improving (a plateau). `max_steps`: still improving at the step limit."""
+CHANCE_FACTOR = 1.5
+"""A run below CHANCE_FACTOR / kv held-out accuracy is at chance: on the copy-a-value plateau, where the model
+answers with some value of its context (right 1/kv of the time) and has learned the format, not the
+associations. Such a run counts as evidence of a capacity limit only beside a positive control
+(`chance_certificate`): a model at chance is our problem until shown otherwise."""
 LABEL = ["mixer", "short_conv", "d_model", "kv_pairs"]
 PRECONDITION = (f"each compared run finite and settled ({' or '.join(SETTLED)}; not stopped at the step limit while "
-                "still improving), judged run by run; a cell is withheld only on its own runs")
+                f"still improving), and a run at chance (below {CHANCE_FACTOR}/kv) only beside a wider run of the same "
+                "mixer and kv off the plateau (the recipe's positive control); judged run by run, a cell is withheld "
+                "only on its own runs")
 
 
 def _mqar_arm(e5: pd.DataFrame) -> tuple[pd.DataFrame, str]:
@@ -457,11 +464,12 @@ def _mqar_arm(e5: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     return (frame[conv], "with the short convolution") if conv.any() else (frame, "without a short convolution")
 
 
-def mqar_certificate(runs: pd.DataFrame | None) -> Certificate:
+def mqar_certificate(runs: pd.DataFrame | None, grid: pd.DataFrame | None = None) -> Certificate:
     """The learning certificate of E5 runs, judged one run at a time: a finite loss (`certify`, with no
     accuracy threshold: held-out accuracy is what the checks measure) and settled (`stop_reason` solved or
     plateau). A run stopped at the step limit is STILL_MOVING (it could still improve); a table without
-    `final_train_loss` or `stop_reason` is MISSING."""
+    `final_train_loss` or `stop_reason` is MISSING. With `grid` (the runs of the compared arm), a settled
+    run at chance needs a positive control there (`chance_certificate`), else it is UNDER_TRAINED."""
     if runs is None or len(runs) == 0:
         return Certificate.fail(MISSING, "no trained runs")
     cert = certify(runs, LABEL, accuracy=None, threshold=None)
@@ -479,13 +487,59 @@ def mqar_certificate(runs: pd.DataFrame | None) -> Certificate:
         texts = [f"{n} at {a:.2f}" for n, a in zip(_names(moving), moving["accuracy"].astype(float))]
         cert += Certificate.fail(STILL_MOVING, "still improving at the step limit (not settled): " + listing(texts),
                                  _names(moving))
+    if grid is not None:
+        cert += chance_certificate(runs[finite & runs["stop_reason"].isin(SETTLED)], grid)
     return cert
 
 
-def mqar_run_status(e5: pd.DataFrame) -> pd.Series:
-    """Each run's certificate kind (`learned`, `still moving`, `diverged`, `missing`), as the checks judge it:
-    what the figures mark."""
-    return pd.Series([mqar_certificate(e5.loc[[i]]).kind for i in e5.index], index=e5.index, dtype=object)
+def at_chance(runs: pd.DataFrame) -> pd.Series:
+    """Runs whose held-out accuracy is below CHANCE_FACTOR / kv: on the copy-a-value plateau."""
+    accuracy = pd.to_numeric(runs["accuracy"], errors="coerce")
+    return accuracy < CHANCE_FACTOR / pd.to_numeric(runs["kv_pairs"], errors="coerce")
+
+
+def chance_certificate(runs: pd.DataFrame, grid: pd.DataFrame) -> Certificate:
+    """UNDER_TRAINED for each run of `runs` at chance (`at_chance`) without a positive control in `grid`: a
+    run of the same mixer and arm at the same kv and a larger width that left the plateau. With a control,
+    the recipe is shown to train this mixer at this kv, so a narrower run's failure is its capacity; without
+    one (the widest run at chance, or a narrower run off the plateau) it is a failure to learn, which cannot
+    count for or against a claim."""
+    if not {"accuracy", "kv_pairs", "d_model", "mixer"} <= set(runs) or not len(runs):
+        return Certificate()
+    conv = "short_conv" if "short_conv" in runs and "short_conv" in grid else None
+    off_plateau = grid[~at_chance(grid) & pd.to_numeric(grid["accuracy"], errors="coerce").notna()]
+    stuck = []
+    for (_, run), name, chance in zip(runs.iterrows(), _names(runs), at_chance(runs)):
+        if not chance:
+            continue
+        control = off_plateau[(off_plateau["mixer"] == run["mixer"]) & (off_plateau["kv_pairs"] == run["kv_pairs"])
+                              & (off_plateau["d_model"] > run["d_model"])]
+        if conv:
+            control = control[control[conv] == run[conv]]
+        if not len(control):
+            stuck.append(f"{name} at {float(run['accuracy']):.2f} (1/kv = {1 / float(run['kv_pairs']):.2f})")
+    if not stuck:
+        return Certificate()
+    return Certificate.fail(UNDER_TRAINED, "settled on the copy-a-value plateau (accuracy < "
+                            f"{CHANCE_FACTOR}/kv) with no wider run of the same mixer and kv off it, so a failure to "
+                            "learn, not a capacity limit: " + listing(stuck), [s.split(" at ")[0] for s in stuck])
+
+
+def mqar_run_status(e5: pd.DataFrame, controls: bool = True) -> pd.Series:
+    """Each run's certificate kind (`learned`, `under-trained`, `still moving`, `diverged`, `missing`), as the
+    checks judge it (the positive controls read within each arm): what the figures mark. `controls=False`:
+    the run's own rule only, which is what a job can write in its `status` column."""
+    arms = _arms(e5)
+    return pd.Series([mqar_certificate(e5.loc[[i]], arms[i] if controls else None).kind for i in e5.index],
+                     index=e5.index, dtype=object)
+
+
+def _arms(e5: pd.DataFrame) -> dict:
+    """Each row's arm (the runs with its short-convolution setting), the grid its positive controls come from."""
+    if "short_conv" not in e5:
+        return {i: e5 for i in e5.index}
+    conv = pd.to_numeric(e5["short_conv"], errors="coerce").fillna(0) > 0
+    return {i: e5[conv == conv[i]] for i in e5.index}
 
 
 def _names(runs: pd.DataFrame) -> list[str]:
@@ -547,8 +601,8 @@ def softmax_solves(e5: pd.DataFrame, arm: pd.DataFrame, arm_name: str, source: s
     passes stands; one still improving below it, or diverged, is withheld (its cell only)."""
     statement = f"Trained softmax attention solves MQAR wherever d ≥ {SOLVES_MIN_D} ({arm_name})"
     expected = f"every softmax run (d ≥ {SOLVES_MIN_D}, every kv) reaches held-out accuracy ≥ {SOLVES_ACCURACY}"
-    rival = (f"softmax's recall fails somewhere: a settled run (solved or on a plateau) below {SOLVES_ACCURACY}, e.g. "
-             "on the copy-a-value plateau at 1/kv")
+    rival = (f"softmax's recall fails somewhere: a settled run (solved or on a plateau) below {SOLVES_ACCURACY}; one on "
+             "the copy-a-value plateau (≈ 1/kv) counts only beside a wider softmax run at that kv that left it")
     tolerance = (f"per run against {SOLVES_ACCURACY} (a lower bound: more training can only raise it, so a pass by a run "
                  "still improving stands); any settled run below it → not reproduced")
     runs = arm[(arm["mixer"] == "softmax") & (arm["d_model"] >= SOLVES_MIN_D)]
@@ -559,7 +613,7 @@ def softmax_solves(e5: pd.DataFrame, arm: pd.DataFrame, arm_name: str, source: s
     check = Check("mqar_softmax_solves", statement, source, measured, expected, tolerance, INCONCLUSIVE, rival=rival)
     outcomes, withheld, passing = {}, [], []
     for (i, row), name in zip(runs.iterrows(), _names(runs)):
-        cert = mqar_certificate(runs.loc[[i]])
+        cert = mqar_certificate(runs.loc[[i]], arm)
         passed = float(row["accuracy"]) >= SOLVES_ACCURACY
         if cert.ok or (cert.soft and passed):
             outcomes[name] = CLAIMED if passed else RIVAL
@@ -600,7 +654,7 @@ def linear_trends(arm: pd.DataFrame, arm_name: str, source: str) -> Check:
         if len(points) < 2:
             continue
         name = f"{mixer} {'d' if along == 'kv' else 'kv'}={_cell_value(fixed)} along {along}"
-        cert = mqar_certificate(runs)
+        cert = mqar_certificate(runs, arm)
         cell = (lambda p, d=fixed: _seeds(runs, mixer, d, p)) if along == "kv" else (
             lambda p, kv=fixed: _seeds(runs, mixer, p, kv))
         sign = -1 if along == "kv" else 1  # claimed direction of the change along the series
@@ -650,7 +704,7 @@ def linear_gap(arm: pd.DataFrame, arm_name: str, source: str) -> Check:
         diff = compare_groups(softmax["accuracy"].to_numpy(float), runs["accuracy"].to_numpy(float))
         measured[f"gap {mixer}"] = diff.difference
         measured[f"gap {mixer} interval"] = [diff.low, diff.high]
-        cert = mqar_certificate(pd.concat([softmax, runs]))
+        cert = mqar_certificate(pd.concat([softmax, runs]), arm)
         if not cert.ok:
             withheld.append(cert)
             continue
@@ -721,7 +775,7 @@ def _margin_check(check_id, statement, source, expected, rival, tolerance, arm, 
                 continue
             diff = compare_groups(reference["accuracy"].to_numpy(float), runs["accuracy"].to_numpy(float))
             gaps[name] = [round(diff.difference, 4), round(diff.low, 4), round(diff.high, 4)]
-            cert = mqar_certificate(pd.concat([reference, runs]))
+            cert = mqar_certificate(pd.concat([reference, runs]), arm)
             if not cert.ok:
                 withheld.append(cert)
                 continue
