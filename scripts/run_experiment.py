@@ -3,6 +3,7 @@ import argparse
 import importlib
 import json
 import sys
+from pathlib import Path
 
 from attncap.experiments.context import RunContext
 from attncap.runtime import write_csv
@@ -22,10 +23,15 @@ def main(argv=None) -> int:
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     module = importlib.import_module(f"attncap.experiments.{args.claim}")
+    out = Path(args.out)
+    # resumable state of a killed job (checkpoints, finished trainings) lives beside its output until it is written
+    scratch = out.parent / ".resume" / out.stem
     context = RunContext.create(claim=args.claim, experiment=args.experiment, seed=args.seed,
-                                device=args.device, threads=args.threads, tier=args.tier, part=args.part, compile=args.compile)
+                                device=args.device, threads=args.threads, tier=args.tier, part=args.part,
+                                compile=args.compile, scratch=scratch)
     frame = module.run(args.experiment, json.loads(args.spec), context)
     write_csv(context.stamp(frame), args.out)
+    context.clear_scratch()
     print(f"wrote {len(frame)} rows to {args.out} in {context.elapsed():.1f}s", file=sys.stderr)
     return 0
 

@@ -530,3 +530,70 @@ def test_only_checked_layouts_are_continued(smoke_config):
     frame = train_stack(stack, spec, table, sample)
     assert (frame["cap_steps"] == frame["steps"]).all() and (frame["continued_steps"] == 0).all()
     assert not frame["capped"].any()
+
+
+# --------------------------------------------------------------------------------- resume ---------
+class _Killed(Exception):
+    pass
+
+
+def _killed_and_resumed(experiment_id, spec, tmp_path, monkeypatch, kill_stack, kill_step, seed=0):
+    """Run the job whole; run it again killed at step `kill_step` of its `kill_stack`-th stack (1-based), then
+    once more to resume. Returns the whole table, the resumed table, the files saved at the kill and the
+    stacks (by d) the resumed job trained."""
+    from attncap.experiments import aot_memorization as experiment
+    from attncap.experiments.context import RunContext
+
+    make = lambda scratch: RunContext.create(claim="aot_memorization", experiment=experiment_id, part="all",
+                                             seed=seed, scratch=scratch)
+    whole = experiment.run(experiment_id, spec, make(None))
+    trained, serve, real_train = [], EpochShuffler.__call__, experiment.train_stack
+
+    def counting(stack, *args, **kwargs):
+        trained.append(stack.d)
+        return real_train(stack, *args, **kwargs)
+
+    def dying(self, step):
+        if len(trained) == kill_stack and step == kill_step:
+            raise _Killed
+        return serve(self, step)
+
+    monkeypatch.setattr(experiment, "train_stack", counting)
+    monkeypatch.setattr(EpochShuffler, "__call__", dying)
+    scratch = tmp_path / "resume"
+    with pytest.raises(_Killed):
+        experiment.run(experiment_id, spec, make(scratch))
+    saved = sorted(p.suffix for p in scratch.iterdir())
+    served = []
+    monkeypatch.setattr(EpochShuffler, "__call__", lambda self, step: served.append(step) or serve(self, step))
+    trained.clear()
+    resumed = experiment.run(experiment_id, spec, make(scratch))
+    make(scratch).clear_scratch()
+    assert not scratch.exists()
+    assert 0 < served[0] <= kill_step  # the killed training went on from its last checkpoint, not from step 0
+    return whole, resumed, saved, trained
+
+
+def test_a_job_killed_mid_continuation_resumes_bitwise(smoke_config, tmp_path, monkeypatch):
+    """Issue 22: a job killed while continuing its runs past the budget resumes from its last checkpoint
+    and writes bitwise the table of a job never interrupted."""
+    from attncap.experiments.aot_memorization import steps_of
+
+    spec = {**smoke_config["aot_memorization"]["A6"], **CONTINUED_SPEC}
+    kill = steps_of(spec) + 5  # 5 steps into the continuation; checkpoints every tenth of the budget
+    # block seed 3: runs settled at the budget, continued until settled (2 steps) and to the cap (16)
+    whole, resumed, saved, _ = _killed_and_resumed("A6", spec, tmp_path, monkeypatch, kill_stack=1, kill_step=kill,
+                                                   seed=3)
+    assert saved == [".pt"]
+    assert (whole["continued_steps"] > 5).any(), "the case must continue past the kill"
+    same = [c for c in whole.columns if c != "wall_time_s"]
+    pd.testing.assert_frame_equal(resumed[same], whole[same], check_exact=True)
+
+
+def test_a_killed_job_does_not_retrain_its_finished_stacks(smoke_config, tmp_path, monkeypatch):
+    spec = smoke_config["aot_memorization"]["A1"]
+    whole, resumed, saved, trained = _killed_and_resumed("A1", spec, tmp_path, monkeypatch, kill_stack=2, kill_step=9)
+    assert saved == [".pkl", ".pt"]  # the first stack's rows, the second's checkpoint
+    assert len(trained) == 1  # only the killed stack is trained again (from its checkpoint)
+    same = [c for c in whole.columns if c != "wall_time_s"]
+    pd.testing.assert_frame_equal(resumed[same], whole[same], check_exact=True)

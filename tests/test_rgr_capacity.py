@@ -658,3 +658,58 @@ def test_a_cap_below_the_budget_is_rejected():
     with pytest.raises(ConfigError) as err:
         validate_config(config)
     assert "R2.train.max_steps: max_steps=10 < steps=" in str(err.value)
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_a_killed_search_resumes_bitwise_without_retraining_finished_rounds(tmp_path, monkeypatch):
+    """Issue 22: a search job killed inside a training (here the second round's, during its continuation
+    past the budget) resumes when run again: finished trainings are read back, the killed one continues from
+    its checkpoint, and the search ends with the rows of a job never interrupted."""
+    from attncap.experiments.context import RunContext
+
+    cell = dict(m=16, d_model=8, graph="permutation", k=1)
+    spec = _spec(steps=10, eval_every=5, patience=400, lr=0.1)
+    spec["train"]["max_steps"] = 150
+    spec["heads"], spec["seeds"] = [1, 2], [0]
+    datas = {0: exp.cell_data(cell, 0, spec)}
+    make = lambda scratch: RunContext.create(claim="rgr_capacity", experiment="R2", part=exp.cell_name(cell),
+                                             scratch=scratch)
+    whole = exp.run_search(cell, spec, exp._trained(make(None), cell, spec, datas), "trained")
+    trainings, evaluations, real_train, real_f1 = [], [], exp.train_requests, exp.f1_per_model
+
+    def counting(*args, **kwargs):
+        trainings.append(1)
+        evaluations.clear()
+        return real_train(*args, **kwargs)
+
+    def dying(*args, **kwargs):
+        evaluations.append(1)
+        if len(trainings) == 2 and len(evaluations) == 4:  # round 2, step 20: continued past the 10-step budget
+            raise _Killed
+        return real_f1(*args, **kwargs)
+
+    monkeypatch.setattr(exp, "train_requests", counting)
+    monkeypatch.setattr(exp, "f1_per_model", dying)
+    scratch = tmp_path / "resume"
+    with pytest.raises(_Killed):
+        exp.run_search(cell, spec, exp._trained(make(scratch), cell, spec, datas), "trained")
+    assert sorted(p.suffix for p in scratch.iterdir()) == [".pkl", ".pt"]
+    monkeypatch.setattr(exp, "f1_per_model", real_f1)
+    trainings.clear()
+    found, real_loop = [], exp.train_batched
+
+    def loop(*args, checkpoint=None, **kwargs):
+        found.append(checkpoint is not None and Path(checkpoint.path).exists())
+        return real_loop(*args, checkpoint=checkpoint, **kwargs)
+
+    monkeypatch.setattr(exp, "train_batched", loop)
+    resumed = exp.run_search(cell, spec, exp._trained(make(scratch), cell, spec, datas), "trained")
+    rounds = max(r["round"] for r in whole[0]) + 1
+    assert len(trainings) == rounds - 1  # round 1 was read back
+    assert found[0] and not any(found[1:])  # the killed training went on from its checkpoint
+    assert any(r["steps_run"] > 20 for r in whole[0] if r["round"] == 1), "the killed training must go on past the kill"
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "wall_time_s"} for r in rows]
+    assert strip(resumed[0]) == strip(whole[0]) and resumed[1] == whole[1]

@@ -292,20 +292,6 @@ def test_rate_beyond_the_budget_is_the_final_rate_held(settings, monkeypatch):
     assert set(rates[settings.steps - 1:]) == {settings.lr * beyond[0]}
 
 
-class _ShufflerState:
-    """EpochShuffler keeps the current epoch's permutation: saved with the checkpoint so a run resumed
-    mid-epoch serves the same batches."""
-
-    def __init__(self, shuffler):
-        self.shuffler = shuffler
-
-    def state_dict(self):
-        return {"order": self.shuffler._order, "epoch": self.shuffler._epoch}
-
-    def load_state_dict(self, state):
-        self.shuffler._order, self.shuffler._epoch = state["order"], state["epoch"]
-
-
 class _Killed(Exception):
     pass
 
@@ -328,7 +314,7 @@ def _aot_run(path, kill_at=None):
     out = train_batched(model, next_batch, lambda net, b: per_model_cross_entropy(net(b), b[..., 2]), settings,
                         on_step=lambda step, l, b: torch.tensor([False, step >= 15, False]),
                         checkpoint=None if path is None else Checkpoint(path, every=5, generators=gens,
-                                                                        stateful=[_ShufflerState(shuffle)]))
+                                                                        stateful=[shuffle]))
     return [p.detach().clone() for p in model.parameters()], out
 
 

@@ -151,7 +151,9 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         raise ValueError(f"{experiment}: unknown part {context.part!r}; this config has {list(parts)}")
     todo = [s for name, part in parts.items() if context.part in (name, "all") for s in part]
     table, sample = make_block(spec["N"], spec["n_sequences"], context.seed, _BLOCK_SALT[experiment])
-    frames = [train_stack(stack, spec, table, sample, context.device) for stack in todo]
+    frames = [context.memo(("stack", spec, stack), lambda stack=stack: train_stack(
+        stack, spec, table, sample, context.device, checkpoint=lambda every, gens, state, stack=stack: context.checkpoint(
+            ("training", spec, stack), every, gens, state))) for stack in todo]
     frame = pd.concat(frames, ignore_index=True)
     frame.insert(0, "part", context.part)
     return frame
@@ -164,7 +166,7 @@ def cap_steps(spec: dict) -> int:
 
 
 def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Tensor, device: str = "cpu",
-                desc: str | None = None) -> pd.DataFrame:
+                desc: str | None = None, checkpoint=None) -> pd.DataFrame:
     """Train one stack with Adam and the reference code's per-epoch linear decay; two rows per model.
 
     One training serves both arms. The `protocol` row is read at the authors' budget (64 epochs): running
@@ -175,7 +177,11 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
     (`continue_cap` × the budget); the `converged` row is read at the end of each model's own steps. A model
     certified at the budget is frozen there, so its two rows agree. Continuation never touches the first
     `budget` steps (the schedule, data order and updates up to it are those of a run without it), so the
-    protocol rows are bitwise those of a run that stops at the budget (tests check this)."""
+    protocol rows are bitwise those of a run that stops at the budget (tests check this).
+
+    `checkpoint(every, generators, stateful)` -> `attncap.train.Checkpoint` or None (`RunContext.checkpoint`):
+    the training's state, data order and metric buffers are saved every tenth of the budget, so a killed job
+    resumes mid-training, bitwise as one run."""
     started = time.perf_counter()
     model = AoTStack(stack.seeds, stack.heads, n_tokens=spec["N"], d=stack.d, d_head=stack.d_head,
                      layout=stack.layout, mlp_widths=stack.widths).to(device)
@@ -217,6 +223,8 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
         return tail_mean(accuracies, model_steps)
 
     settled = plateau_certified(settings)
+    buffers = _Buffers(accuracies=accuracies, losses=losses, counter=counter, at_budget=at_budget)
+    saving = checkpoint(math.ceil(budget / 10), shuffle.generators, [shuffle, buffers]) if checkpoint else None
 
     def until_certified(history, model_steps):
         # the claim's rule (run_status): a plateau per unit of learning rate, or a saturated running accuracy
@@ -225,7 +233,7 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
     result = train_batched(model, lambda step: shuffle(step).to(device), loss_fn, settings,
                            desc=desc or f"{stack.kind} d={stack.d} d_h={stack.d_head}", on_step=on_step,
                            until_certified=until_certified if cap > budget else None,
-                           max_steps=cap if cap > budget else None)
+                           max_steps=cap if cap > budget else None, checkpoint=saving)
     ran = counter[0]
     model_steps = result["model_steps"] if cap > budget else [ran] * model.n_models
     capped = result["capped"]
@@ -266,6 +274,27 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
                 "models_in_stack": len(stack.seeds), "wall_time_s": wall,
             })
     return pd.DataFrame(rows)
+
+
+@dataclasses.dataclass
+class _Buffers:
+    """train_stack's per-step metrics, in place: saved with a checkpoint (state_dict) and restored into the same
+    tensors, list and dict that its loss_fn and on_step closures hold."""
+    accuracies: torch.Tensor
+    losses: torch.Tensor
+    counter: list
+    at_budget: dict
+
+    def state_dict(self) -> dict:
+        return {"accuracies": self.accuracies, "losses": self.losses, "counter": list(self.counter),
+                "at_budget": dict(self.at_budget)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.accuracies.copy_(state["accuracies"])
+        self.losses.copy_(state["losses"])
+        self.counter[:] = state["counter"]
+        self.at_budget.clear()
+        self.at_budget.update(state["at_budget"])
 
 
 @torch.no_grad()

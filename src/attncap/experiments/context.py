@@ -1,13 +1,19 @@
-"""What every experiment job knows about itself: seed, device, threads, tier, and how to stamp rows."""
+"""What every experiment job knows about itself: seed, device, threads, tier, how to stamp rows, and where
+to keep the state that lets a killed job resume (`checkpoint`, `memo`)."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import pickle
+import shutil
 import time
+from pathlib import Path
 
 import pandas as pd
 
-from attncap.runtime import configure_torch, provenance, resolve_device
-from attncap.train import compile_steps
+from attncap.runtime import atomic_path, configure_torch, git_revision, provenance, resolve_device
+from attncap.train import Checkpoint, compile_steps
 
 
 @dataclasses.dataclass
@@ -20,15 +26,51 @@ class RunContext:
     tier: str
     part: str = "all"
     compile: bool = False  # torch.compile the training steps (attncap.train.compile_steps)
+    scratch: Path | None = None  # where this job keeps resumable state; None: nothing is saved
     started: float = dataclasses.field(default_factory=time.perf_counter)
 
     @classmethod
     def create(cls, *, claim, experiment, seed=0, device="auto", threads=1, tier="unknown", part="all",
-               compile=False):
+               compile=False, scratch=None):
         configure_torch(threads, seed)
         compile_steps(compile)
         return cls(claim=claim, experiment=experiment, seed=seed, device=resolve_device(device),
-                   threads=threads, tier=tier, part=part, compile=bool(compile))
+                   threads=threads, tier=tier, part=part, compile=bool(compile),
+                   scratch=Path(scratch) if scratch is not None else None)
+
+    def _state_path(self, key, suffix: str) -> Path:
+        """A file in `scratch` named by a hash of `key` together with everything else that fixes the numbers
+        (experiment, part, base seed, device, code revision): a changed config or code never resumes from
+        another run's state, it starts afresh beside it."""
+        identity = [self.claim, self.experiment, self.part, self.seed, self.device, git_revision(), key]
+        digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=repr).encode()).hexdigest()[:20]
+        return self.scratch / f"{digest}{suffix}"
+
+    def checkpoint(self, key, every: int, generators=(), stateful=()) -> Checkpoint | None:
+        """The `attncap.train.Checkpoint` of the training identified by `key` (None without `scratch`): a job
+        killed during it continues from its last saved step when it is run again."""
+        if self.scratch is None:
+            return None
+        return Checkpoint(self._state_path(key, ".pt"), every=max(1, int(every)), generators=list(generators),
+                          stateful=list(stateful))
+
+    def memo(self, key, compute):
+        """`compute()`, saved under `key` in `scratch` (atomically) and read back instead of recomputed when the
+        job is run again after being killed: the finished trainings of a long job are not redone."""
+        if self.scratch is None:
+            return compute()
+        path = self._state_path(key, ".pkl")
+        if path.exists():
+            return pickle.loads(path.read_bytes())
+        value = compute()
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(pickle.dumps(value))
+        return value
+
+    def clear_scratch(self) -> None:
+        """Drop the resumable state once the job's output is written."""
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started

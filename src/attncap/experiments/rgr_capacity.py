@@ -202,13 +202,32 @@ class PatienceRule:
                 self.done[i], self.done_step[i], self.stopped[i] = True, steps, reason
         return improved
 
+    def state_dict(self) -> dict:
+        """Everything the rule has seen (saved with a training's checkpoint, `attncap.train.Checkpoint`)."""
+        return {k: getattr(self, k).copy() for k in ("best", "ref", "ref_step", "done", "done_step", "stopped")}
+
+    def load_state_dict(self, state: dict) -> None:
+        for key, value in state.items():
+            getattr(self, key)[...] = value
+
     def certified(self, history=None, model_steps=None) -> torch.Tensor:
         """The `until_certified` predicate of `attncap.train.train_batched`: settled by this rule (target or
         plateau). The loss history is not what claim 4 certifies (its certificate is this F1 rule)."""
         return torch.as_tensor(self.done & np.isin(self.stopped, ("target", "plateau")))
 
 
-def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict, datas: dict, device: str) -> list[dict]:
+class _Snapshots(list):
+    """Each model's best weights so far (None until its F1 is first finite), saved with a checkpoint."""
+
+    def state_dict(self) -> dict:
+        return {"weights": list(self)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self[:] = state["weights"]
+
+
+def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict, datas: dict, device: str,
+                   checkpoint=None) -> list[dict]:
     """Train one scorer per request (h, D_K, seed) on one model axis; return one result dict each.
 
     A model is *done* when `PatienceRule` settles it (F1 >= target: its weights are kept; or no gain for
@@ -216,7 +235,8 @@ def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict,
     improving at the budget `steps` are continued at the same constant learning rate by the same rule, up to
     the cap `max_steps` (`step_cap`); those still improving there stop with reason `cap` (or `budget` when no
     continuation is configured). Both rules look at the model alone, so its result does not depend on its
-    batch mates.
+    batch mates. `checkpoint(every, generators, stateful)` -> `attncap.train.Checkpoint` or None
+    (`RunContext.checkpoint`): the training and the rule's state are saved every tenth of the budget.
     """
     t = spec["train"]
     m = cell["m"]
@@ -231,7 +251,7 @@ def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict,
     settings = train_settings(spec)
     cap = step_cap(spec)
     rule = PatienceRule(n, t["target_f1"], t["patience"], t["min_delta"])
-    snapshots: list = [None] * n
+    snapshots = _Snapshots([None] * n)
     temperature = t["temperature"]
 
     loss = BalancedLogisticLoss(adj, valid, t["pos_weight"], dtype=x.dtype)
@@ -258,9 +278,10 @@ def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict,
         return torch.as_tensor(rule.done.copy())
 
     start = time.perf_counter()
+    saving = checkpoint(math.ceil(t["steps"] / 10), (), [rule, snapshots]) if checkpoint else None
     result = train_batched(bank, lambda step: None, loss_fn, settings, desc=f"R {cell_name(cell)}", on_step=on_step,
-                           **(dict(until_certified=rule.certified, max_steps=cap, check_every=t["eval_every"])
-                              if cap > t["steps"] else {}))
+                           checkpoint=saving, **(dict(until_certified=rule.certified, max_steps=cap,
+                                                      check_every=t["eval_every"]) if cap > t["steps"] else {}))
     seconds = time.perf_counter() - start
     # a model's share of the wall time: proportional to the steps it was trained (frozen models cost nothing)
     shares = np.asarray(result["model_steps"], dtype=float)
@@ -374,6 +395,17 @@ def _cell_columns(cell: dict) -> dict:
                 m_edges=m_edges, compression=cell["m"] / cell["d_model"], law_x=tasks.law_x(m_edges, cell["d_model"]))
 
 
+def _trained(context, cell: dict, spec: dict, datas: dict):
+    """Evaluate a list of requests by training them, resumable: a finished training's rows are kept
+    (`RunContext.memo`) and an unfinished one checkpointed, so a killed job redoes neither."""
+    def evaluate(requests):
+        key = ("trained", spec, cell, requests)
+        return context.memo(key, lambda: train_requests(
+            cell, requests, spec, datas, context.device,
+            checkpoint=lambda every, gens, state: context.checkpoint(key, every, gens, state)))
+    return evaluate
+
+
 def run(experiment: str, spec: dict, context) -> pd.DataFrame:
     device = context.device
     rows = []
@@ -386,7 +418,7 @@ def run(experiment: str, spec: dict, context) -> pd.DataFrame:
         built_grid = spec["construct_d_k_total"][index::n_jobs] if context.part != "all" else spec["construct_d_k_total"]
         for dk in trained_grid:
             requests = [(h, dk, s) for h in spec["heads"] for s in spec["seeds"]]
-            rows += [dict(row_type="eval", round=0, **r) for r in train_requests(cell, requests, spec, datas, device)]
+            rows += [dict(row_type="eval", round=0, **r) for r in _trained(context, cell, spec, datas)(requests)]
         for dk in built_grid:
             requests = [(h, dk, s) for h in spec["heads"] if dk % h == 0 for s in spec["seeds"]]
             rows += [dict(row_type="eval", round=0, **r) for r in construct_requests(cell, requests, datas)]
@@ -406,7 +438,7 @@ def run(experiment: str, spec: dict, context) -> pd.DataFrame:
     frames = []
     for cell in grid:
         datas = {s: cell_data(cell, s, spec) for s in spec["seeds"]}
-        evals, stars = run_search(cell, spec, lambda req: train_requests(cell, req, spec, datas, device), "trained")
+        evals, stars = run_search(cell, spec, _trained(context, cell, spec, datas), "trained")
         if spec["construct"]:
             more_evals, more_stars = run_search(cell, spec, lambda req: construct_requests(cell, req, datas),
                                                 "constructed")

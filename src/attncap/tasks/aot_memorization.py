@@ -62,6 +62,14 @@ class EpochShuffler:
         rows = self._order[:, index * self.batch_size:(index + 1) * self.batch_size]
         return self.sample[rows]
 
+    def state_dict(self) -> dict:
+        """The current epoch's permutation (the generators are saved apart): a run resumed mid-epoch serves
+        the same batches (`attncap.train.Checkpoint.stateful`)."""
+        return {"order": self._order, "epoch": self._epoch}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._order, self._epoch = state["order"], state["epoch"]
+
 
 def associations_from_accuracy(accuracy, n_tokens: int):
     """Invert acc = 1/N + (1 − 1/N)·X/N² (random guessing on the pairs not memorised): X associations."""
