@@ -44,10 +44,17 @@ class Stack:
     def cost(self, spec: dict) -> float:
         """Estimated CPU nanoseconds, used only to balance the parts: a fixed ~1 ms per step plus, per
         example, ~4(30 + d_h) ns per (padded) head and ~0.27 ns per multiply-add of unembedding and MLP
-        (calibrated on one core; on a CPU the cost grows with Σ H·examples, barely with d)."""
+        (calibrated on one core; on a CPU the cost grows with Σ H·examples, barely with d), over the steps
+        the stack may run: to the cap for a layout that is continued (at the default tier most stacks with
+        large models reach it, and the whole stack steps until its last model stops), the budget otherwise."""
         per_example = (max(self.heads) * 4 * (30 + self.d_head)
                        + 0.27 * (spec["N"] * self.d + 2 * max(self.widths) * self.d))
-        return steps_of(spec) * (1e6 + len(self.seeds) * spec["batch"] * per_example)
+        return self.cap(spec) * (1e6 + len(self.seeds) * spec["batch"] * per_example)
+
+    def cap(self, spec: dict) -> int:
+        """The most steps this stack trains: only runs a check reads are continued past the budget (the
+        per-head layout is an ablation no check is gated on)."""
+        return cap_steps(spec) if self.layout == "shared" else steps_of(spec)
 
 
 def steps_of(spec: dict) -> int:
@@ -190,8 +197,7 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
         steps=steps_of(spec), lr=spec["lr"], optimizer="adam", schedule="linear",
         schedule_every=shuffle.batches_per_epoch, final_lr_fraction=stack.final_lr / spec["lr"],
         schedule_span=spec["epochs"], foreach=True)  # multi-tensor Adam: same numbers, fewer ops
-    # only runs a check reads are continued: the per-head layout is an ablation no check is gated on
-    cap = cap_steps(spec) if stack.layout == "shared" else settings.steps
+    cap = stack.cap(spec)
     budget, cap, last = settings.steps, max(cap, settings.steps), spec["last_batches"]
     # per-step metrics go into preallocated rows (no per-step tensors kept alive between the large
     # temporaries, which would fragment the heap); only the last `last_batches` of a model's steps are read
