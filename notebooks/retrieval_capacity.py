@@ -362,7 +362,11 @@ for ax, d in zip(axes, d_values):
 for ax in axes[:-1]:
     if ax.get_legend() is not None:
         ax.get_legend().remove()
-handles, labels = axes[-1].get_legend_handles_labels()
+legend = {}  # every panel's entries: the ablation without the convolution runs at one width only
+for ax in axes:
+    for handle, text in zip(*ax.get_legend_handles_labels()):
+        legend.setdefault(text, handle)
+handles = list(legend.values())
 handles += [Line2D([], [], color="gray", marker="o", ls="", label="run certified (settled: solved or plateau)"),
             Line2D([], [], color="gray", marker="o", ls="", markerfacecolor="white",
                    label="not certified (still improving at the step limit, diverged,\nor at chance with no wider run of the mixer off it)")]
