@@ -264,6 +264,27 @@ def test_fit_at_bound_verdicts():
     assert claim.check_fit_at_bound(None, "M2").verdict == INCONCLUSIVE
 
 
+def test_a_failure_at_the_bound_by_a_model_that_stores_more_elsewhere_is_withheld():
+    """The default tier's H = 1 runs: 2–3 of the b = 8 labels fitted at T = 8 (collapsed near the majority class)
+    while the same model stores 39–47 labels at T = 57–128. Its capacity is not below the bound: the optimizer
+    failed, so the run is withheld, not counted for the rival; a failure with no such control still counts."""
+    table = _trained(lambda h: 20 * h)
+    stuck = (table["heads"] == 1) & (table["T"] == 8)
+    table.loc[stuck, ["accuracy", "memorized"]] = [3 / 8, 3]
+    check = claim.check_fit_at_bound(table, "M2")
+    assert check.verdict == INCONCLUSIVE and "failure to optimize" in check.reason and "heads=1" in check.reason
+    assert "withheld" in check.measured
+    # a certified failure elsewhere still decides: the rival stands beside the withheld runs
+    capped = table.copy()
+    low = capped["heads"] == 2
+    capped.loc[low, "memorized"] = capped.loc[low, "T"].clip(upper=5)
+    capped.loc[low, "accuracy"] = capped.loc[low, "memorized"] / capped.loc[low, "T"]
+    check = claim.check_fit_at_bound(capped, "M2")
+    assert check.verdict == PARTIALLY and "failure to optimize" in check.measured["withheld"]
+    # the whole rival (every model stores 3 labels wherever it is trained) has no control: not reproduced
+    assert claim.check_fit_at_bound(_trained(lambda h: 3), "M2").verdict == NOT_REPRODUCED
+
+
 def test_linear_in_heads_verdicts():
     assert claim.check_linear_in_heads(_trained(lambda h: 30 * h)).verdict == REPRODUCED
     flat = claim.check_linear_in_heads(_trained(lambda h: 100 + h))

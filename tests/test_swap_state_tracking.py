@@ -216,10 +216,12 @@ def generalizes(mixer):
     return cells(mixer, lambda n: SOLVED, lambda n: SOLVED)
 
 
-def table(spec, seeds=THREE, rng=0, *, stop_reason="plateau", steps=3000, t_train=32, certificate=True):
+def table(spec, seeds=THREE, rng=0, *, stop_reason="plateau", steps=3000, t_train=32, certificate=True,
+          solved_stop="solved"):
     """Synthetic run table: one row per (mixer, n, seed, test multiplier), accuracies drawn per seed from
     N(mean, SD) clipped to [0, 1]; train_accuracy is the run's own accuracy at T_train. Runs that solve
-    T_train stopped 'solved', the others `stop_reason`."""
+    T_train stopped `solved_stop` (the pipeline's early stop: 'solved'; 'max_steps': trained on to the
+    step limit), the others `stop_reason`."""
     rng = np.random.default_rng(rng)
     rows = []
     for (mixer, n), spec_n in spec.items():
@@ -230,7 +232,7 @@ def table(spec, seeds=THREE, rng=0, *, stop_reason="plateau", steps=3000, t_trai
                            final_stage_T=t_train, d_head=16, eval_batches=8, batch=64, steps=steps)
                 if certificate:
                     row.update(train_accuracy=accs[1], final_train_loss=0.01,
-                               stop_reason="solved" if accs[1] >= 0.99 else stop_reason)
+                               stop_reason=solved_stop if accs[1] >= 0.99 else stop_reason)
                 rows.append(row)
     return pd.DataFrame(rows)
 
@@ -259,10 +261,15 @@ def test_length_checks_falsification(check, mixer):
     DeltaFormer (means 0.57–0.82 at 4T, seed SD 0.15)."""
     for r in range(10):
         assert check(table(generalizes(mixer), rng=r)).verdict == REPRODUCED
-        assert check(table(length_bound(mixer), rng=r)).verdict == NOT_REPRODUCED
+        # trained on to the step limit after solving T_train: the length-bound rival is decided
+        assert check(table(length_bound(mixer), rng=r, solved_stop="max_steps")).verdict == NOT_REPRODUCED
+        # stopped when T_train was solved (the pipeline's early stop): a failure beyond it is withheld
+        early = check(table(length_bound(mixer), rng=r))
+        assert early.verdict == INCONCLUSIVE and "stopped early when T_train was solved" in early.reason
     # the default tier's layout (2 seeds at n ∈ {4, 5}, df = 2): the rival is usually resolved, the law
     # needs cells near 1; neither ever reads the other's verdict
-    rival = collections.Counter(check(table(length_bound(mixer), DEFAULT_SEEDS, rng=r)).verdict for r in range(20))
+    rival = collections.Counter(check(table(length_bound(mixer), DEFAULT_SEEDS, rng=r, solved_stop="max_steps")).verdict
+                                for r in range(20))
     assert rival[REPRODUCED] == 0 and rival[NOT_REPRODUCED] >= 12
     law = collections.Counter(check(table(generalizes(mixer), DEFAULT_SEEDS, rng=r)).verdict for r in range(20))
     assert law[NOT_REPRODUCED] == law[PARTIALLY] == 0
@@ -273,13 +280,13 @@ def test_published_deltaformer_is_decided_without_the_transformer():
     T_train (and no positive control) withholds nothing of it (issue 21: the certified negative finding)."""
     spec = {**length_bound("deltaformer_linear"),
             **cells("softmax", chance, chance, at_1t=chance)}
-    result = claim.published_deltaformer(table(spec))
+    result = claim.published_deltaformer(table(spec, solved_stop="max_steps"))
     assert result.verdict == NOT_REPRODUCED and not result.reason
     assert claim.published_deltaformer(table({**generalizes("deltaformer_linear"),
                                                **cells("softmax", chance, chance, at_1t=chance)})).verdict == REPRODUCED
     # only its own under-trained runs withhold it, cell by cell: a rival decided on certified cells stands
     spec[("deltaformer_linear", 8)] = {1: (0.4, 0.01), 2: (0.3, 0.01), 4: (0.2, 0.01)}
-    result = claim.published_deltaformer(table(spec))
+    result = claim.published_deltaformer(table(spec, solved_stop="max_steps"))
     assert result.verdict == NOT_REPRODUCED and "withheld" in result.measured
     weak = {**generalizes("deltaformer_linear"), ("deltaformer_linear", 8): {1: (0.4, 0.01), 2: (0.3, 0.01), 4: (0.2, 0.01)}}
     result = claim.published_deltaformer(table(weak))
@@ -451,7 +458,8 @@ def test_under_trained_reason_names_the_curriculum():
 
 def test_one_seed_everywhere_resolves_nothing():
     """No cell with two seeds: no seed spread, no margin invented → not resolved."""
-    result = claim.published_deltaformer(table(generalizes("deltaformer_linear"), {n: 1 for n in NS}))
+    result = claim.published_deltaformer(table(generalizes("deltaformer_linear"), {n: 1 for n in NS},
+                                               solved_stop="max_steps"))
     assert result.verdict == INCONCLUSIVE and "no seed spread" in result.reason
 
 
@@ -567,7 +575,7 @@ def test_recipe_run_records_depth_frontier_and_stage_budget():
     pd.testing.assert_frame_equal(rows[["acc", "final_train_loss", "steps_run"]], again[["acc", "final_train_loss", "steps_run"]])
 
 
-def protocol_table(former=0.99, transformer=(0.4, 0.45, 0.5), learned_n3=(8, 8, 8), learned_n5=(4, 4, 4),
+def protocol_table(former=0.99, transformer=(0.4, 0.45, 0.5), learned_n3=(16, 16, 16), learned_n5=(4, 4, 4),
                    learned_n4=(8, 8, 8), former_reason="solved", former_steps=3000):
     """Synthetic S4: DeltaFormer L1 and Transformers L1/L2/L4 at n = 3, 4, 5, T_train = 16 (one seed)."""
     rows = []
@@ -600,9 +608,17 @@ def test_protocol_falsification():
 
 
 def test_protocol_needs_the_transformers_positive_control():
-    """A Transformer depth that learned no length even at n = 3 cannot support 'more layers did not help'."""
+    """A Transformer depth that learned no solvable group (n ≤ 4) at the protocol's length cannot support 'more
+    layers did not help': its failure at n = 5 is what a recipe failing at that length for every n also gives."""
     result = claim.protocol(protocol_table(learned_n3=(0, 8, 8)))
-    assert result.verdict == INCONCLUSIVE and "no positive control" in result.reason
+    assert result.verdict == INCONCLUSIVE and "learned no n ≤ 4 at length 16" in result.reason
+    assert "Transformer L1" in result.reason and "Transformer L2" in result.reason  # n = 4 learned 8 only
+    # the default tier's frontier: every depth learned length 4 at n = 3 and nothing longer
+    short = claim.protocol(protocol_table(learned_n3=(4, 4, 4), learned_n4=(0, 4, 4)))
+    assert short.verdict == INCONCLUSIVE and "longest learned: 4" in short.reason
+    # one depth with its control (n = 4 learned at 16) is decided; the others are withheld
+    one = claim.protocol(protocol_table(learned_n3=(4, 4, 4), learned_n4=(4, 4, 16)))
+    assert one.verdict == INCONCLUSIVE and "Transformer L4" not in one.reason
     assert claim.protocol(None).verdict == INCONCLUSIVE
 
 
