@@ -71,6 +71,10 @@ class RunContext:
         """Drop the resumable state once the job's output is written."""
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+            try:
+                self.scratch.parent.rmdir()  # the shared parent, once no other job keeps state in it
+            except OSError:
+                pass
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
