@@ -67,7 +67,11 @@
 #   Transformer did not learn T_train they are inconclusive, naming the verdict the comparison at equal
 #   training budget would give (the numbers stay in `measured`). The positive control and the linear half of
 #   `kernel` are not gates: a settled run below its threshold reads "not reproduced", one still improving is
-#   withheld.
+#   withheld. A length check (`published_deltaformer`, `construction`) counts a cell below its threshold
+#   only on runs that were not stopped early when they solved T_train: those runs' accuracy beyond T_train
+#   was measured when they stopped, never followed until it settled. `protocol` counts a Transformer depth
+#   that fails n = 5 at length 16 only if the same depth learned some n ≤ 4 at that length (else its
+#   failure is the recipe's at that length, whatever n is).
 # * **Decisions.** Each check names its law and the most plausible rival (the verdict table's `rival`).
 #   In-distribution thresholds are judged run by run inside the evaluation's binomial noise; length
 #   generalization and comparisons per cell on the **seed spread**: the model's within-cell seed SD at that
