@@ -14,7 +14,7 @@ bound by memory traffic slows beside the copy hog (and beside itself) because th
 bus. Printed with the machine's own rates (`attncap.runtime.machine_rates`), so timings taken elsewhere can
 be read against them.
 
-    python benchmarks/contention.py [--claim mha_memorization|aot_memorization] [--steps 300] [--repeats 2]
+    python benchmarks/contention.py [--claim mha_memorization|aot_memorization] [--exp M2] [--steps 300] [--repeats 2]
 """
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ def _hog(kind: str, stop) -> None:
                 a = torch.tanh(a @ a * 0.01)
 
 
-def _group(claim: str, steps: int):
-    """(label, function training the costliest group of `claim` for `steps` steps)."""
+def _group(claim: str, steps: int, exp: str | None = None):
+    """(label, function training the costliest group of `claim` (of experiment `exp`) for `steps` steps)."""
     from attncap.experiments.context import RunContext
 
     config = yaml.safe_load(open("config/config.yaml"))[claim]
@@ -51,7 +51,7 @@ def _group(claim: str, steps: int):
         from attncap.experiments import mha_memorization as mha
 
         candidates = []
-        for name in mha.TRAINED:
+        for name in [exp] if exp else mha.TRAINED:
             spec = {**config[name], "steps": steps}
             candidates += [(mha.group_cost(spec, g), name, spec, g) for g in mha.trained_groups(spec)]
         _, name, spec, group = max(candidates, key=lambda c: c[0])
@@ -72,9 +72,9 @@ def _group(claim: str, steps: int):
     raise ValueError(f"no benchmark group for {claim!r}")
 
 
-def _timed(claim: str, steps: int, repeats: int, ready=None, out=None) -> float:
+def _timed(claim: str, steps: int, repeats: int, exp=None, ready=None, out=None) -> float:
     torch.set_num_threads(1)
-    label, train = _group(claim, steps)
+    label, train = _group(claim, steps, exp)
     with contextlib.redirect_stderr(io.StringIO()):
         train()  # warm-up
         if ready is not None:
@@ -94,13 +94,29 @@ def main() -> None:
     parser.add_argument("--claim", default="mha_memorization", choices=["mha_memorization", "aot_memorization"])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--exp", help="claim 3: the costliest group of this experiment (e.g. M2) instead of all")
     args = parser.parse_args()
     from attncap.runtime import machine_rates
 
     ctx = mp.get_context("spawn")
     print(f"machine: {machine_rates()}")
-    label, _ = _group(args.claim, args.steps)
-    alone = _timed(args.claim, args.steps, args.repeats)
+    # two "cores" that are hyperthreads of one physical core halve each other's arithmetic: the one-thread
+    # matmul rate beside a second matmul process tells real cores (ratio ≈ 1) from shared ones (≈ 0.5-0.6)
+    from attncap.runtime import matmul_gflops
+
+    torch.set_num_threads(1)
+    alone_rate = matmul_gflops(dtype=torch.float32)
+    stop = ctx.Event()
+    hog = ctx.Process(target=_hog, args=("matmul", stop))
+    hog.start()
+    time.sleep(1.0)
+    shared_rate = matmul_gflops(dtype=torch.float32)
+    stop.set()
+    hog.join()
+    print(f"float32 matmul, one thread: {alone_rate:.1f} GFLOP/s alone, {shared_rate:.1f} beside a second matmul "
+          f"process ({shared_rate / alone_rate:.2f}x)")
+    label, _ = _group(args.claim, args.steps, args.exp)
+    alone = _timed(args.claim, args.steps, args.repeats, args.exp)
     print(f"{label}, --steps {args.steps}, 1 thread")
     print(f"  alone                   {alone:7.2f} s")
     for kind in ("copy", "matmul"):
@@ -108,12 +124,12 @@ def main() -> None:
         hog = ctx.Process(target=_hog, args=(kind, stop))
         hog.start()
         time.sleep(1.0)
-        t = _timed(args.claim, args.steps, args.repeats)
+        t = _timed(args.claim, args.steps, args.repeats, args.exp)
         stop.set()
         hog.join()
         print(f"  beside a {kind:6s} hog     {t:7.2f} s  ({t / alone:.2f}x)")
     barrier, results = ctx.Barrier(2), ctx.Queue()
-    twins = [ctx.Process(target=_timed, args=(args.claim, args.steps, args.repeats, barrier, results)) for _ in range(2)]
+    twins = [ctx.Process(target=_timed, args=(args.claim, args.steps, args.repeats, args.exp, barrier, results)) for _ in range(2)]
     for p in twins:
         p.start()
     times = [results.get() for _ in twins]
