@@ -139,3 +139,16 @@ def test_the_rivals_table_lists_every_check_with_its_law_and_rival():
                                     Check("y", "s", "src", 1, "ok", "-", REPRODUCED, kind="sanity", rival="r").as_dict()]}
     table = render_rivals([doc]).splitlines()
     assert table[2] == "| c | `x` | a ∝ N | a ∝ N\\|² |" and table[3].startswith("| c | `y` (sanity) |")
+
+
+def test_a_reason_gathered_over_cells_reads_each_sentence_once():
+    from attncap.claims import STILL_MOVING, UNDER_TRAINED, Certificate
+
+    cert = Certificate.combine([
+        Certificate.fail(STILL_MOVING, "still improving: a at 0.5, b at 0.6 (x, y)", ["a", "b"]),
+        Certificate.fail(UNDER_TRAINED, "at chance: c at 0.1", ["c"]),
+        Certificate.fail(STILL_MOVING, "still improving: b at 0.6 (x, y), d at 0.7", ["b", "d"]),
+    ]).merged()
+    assert [f.text for f in cert.failures] == ["still improving: a at 0.5, b at 0.6 (x, y), d at 0.7",
+                                               "at chance: c at 0.1"]
+    assert cert.runs == ("a", "b", "d", "c") and cert.kind == STILL_MOVING

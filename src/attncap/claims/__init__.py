@@ -57,6 +57,21 @@ that the machinery behaves (a model beats its initialisation, a construction wor
 apart."""
 
 
+def _items(text: str) -> list[str]:
+    """The comma-separated items of a failure's listing, commas inside parentheses kept."""
+    items, depth, current = [], 0, []
+    for char in text:
+        depth += char == "("
+        depth -= char == ")"
+        if char == "," and depth == 0:
+            items.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    items.append("".join(current).strip())
+    return [i for i in items if i]
+
+
 @dataclasses.dataclass
 class Check:
     id: str
@@ -134,6 +149,20 @@ class Certificate:
 
     def without(self, *kinds: str) -> "Certificate":
         return Certificate(tuple(f for f in self.failures if f.kind not in kinds))
+
+    def merged(self) -> "Certificate":
+        """The same failures, one per kind and sentence: failures whose texts share the part before ': '
+        (e.g. 'still improving at the step limit (not settled)') become one, their items listed once each, so
+        a reason gathered over many cells reads once."""
+        groups: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+        for failure in self.failures:
+            head, sep, tail = failure.text.partition(": ")
+            items, runs = groups.setdefault((failure.kind, head if sep else failure.text), ([], []))
+            if sep:
+                items.extend(t for t in _items(tail) if t not in items)
+            runs.extend(r for r in failure.runs if r not in runs)
+        return Certificate(tuple(Failure(kind, tuple(runs), f"{head}: {', '.join(items)}" if items else head)
+                                 for (kind, head), (items, runs) in groups.items()))
 
     def annotated(self, note: str) -> "Certificate":
         """The same failures with `note` appended to the last one's text (e.g. where a curriculum stopped)."""
@@ -259,6 +288,7 @@ def gate(check: Check, precondition: str, certificate: Certificate, *, lower_bou
     check.precondition = precondition
     if certificate.ok:
         return check
+    certificate = certificate.merged()
     if lower_bound and certificate.soft and check.verdict == REPRODUCED:
         check.reason = f"passes although {certificate.text}"
     else:

@@ -444,18 +444,6 @@ def stopped_when_solved(frame, mixer: str, n) -> Certificate:
                             "never followed until it settled: " + listing(texts), _names(early))
 
 
-def _merged(certificates: list[Certificate]) -> Certificate:
-    """One failure per kind and sentence (the cells' runs listed together), so a reason reads once."""
-    merged: dict[tuple[str, str], list] = {}
-    for failure in Certificate.combine(certificates).failures:
-        head, _, tail = failure.text.partition(": ")
-        entry = merged.setdefault((failure.kind, head if tail else failure.text), [[], []])
-        entry[0].append(tail) if tail else None
-        entry[1].extend(failure.runs)
-    return Certificate.combine(Certificate.fail(kind, f"{head}: {', '.join(texts)}" if texts else head, runs)
-                               for (kind, head), (texts, runs) in merged.items())
-
-
 def _length_check(check: Check, frame, mixer: str, ns) -> Check:
     """Shared body of construction / published_deltaformer: `mixer` at 4·T_train ≥ SUCCESS at every n of `ns`,
     each cell decided on the seed spread and withheld only on its own runs' certificate. A cell that is not
@@ -473,7 +461,6 @@ def _length_check(check: Check, frame, mixer: str, ns) -> Check:
             outcomes[f"n={n}"] = d.outcome
         else:
             withheld.append(cert)
-    withheld = [_merged(withheld)]
     check.measured = {**cells, "seed_sd": spread.sd, "seed_sd_df": spread.df, "seed_sd_source": spread.source,
                       "largest_n_solved": largest_solved(_cells(frame, mixer, 4)) if ns else None}
     if not ns:
