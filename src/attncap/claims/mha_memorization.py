@@ -173,8 +173,9 @@ def check_fit_at_bound(table, exp: str) -> Check:
             f"some → partially; a true lower bound, so a pass by runs that could still improve stands; a failing "
             f"run counts only when the same model (H, n, d_h, seed) memorized no more labels elsewhere in the grid")
     rival = RIVALS[f"{exp}.fit_at_bound"]
-    stuck = failed_to_optimize(table, cells[~ok]) if classes else Certificate()
-    keep = np.array([_name(row) not in stuck.runs for _, row in cells.iterrows()], dtype=bool)
+    stuck, stuck_rows = failed_to_optimize(table, cells[~ok]) if classes else (Certificate(), [])
+    keep = np.ones(len(cells), dtype=bool)
+    keep[np.flatnonzero(~ok.to_numpy())[stuck_rows]] = False
     decided = cells[keep]
     verdict = fraction_verdict(list(ok[keep]))
     if not stuck.ok:
@@ -191,26 +192,27 @@ def _name(row) -> str:
     return " ".join(f"{c}={int(row[c])}" for c in LABEL + ["seed"] if c in row)
 
 
-def failed_to_optimize(table: pd.DataFrame, failing: pd.DataFrame) -> Certificate:
+def failed_to_optimize(table: pd.DataFrame, failing: pd.DataFrame) -> tuple[Certificate, list[int]]:
     """UNDER_TRAINED for each run in `failing` (T ≤ b, not every label fitted) whose own model, the same
     (H, n, d_h, seed) trained on another T of the grid, memorized at least T labels there: that model has the
     capacity, so its failure here is the optimizer's (e.g. collapsed onto the majority class), not evidence
-    that the capacity is below the bound."""
+    that the capacity is below the bound. Also returns those runs' positions in `failing`."""
     if not len(failing) or "memorized" not in table:
-        return Certificate()
+        return Certificate(), []
     keys = [c for c in ("heads", "n", "d_head", "seed") if c in table]
     best = table.groupby(keys)["memorized"].max()
-    texts, names = [], []
-    for _, row in failing.iterrows():
+    texts, names, rows = [], [], []
+    for position, (_, row) in enumerate(failing.iterrows()):
         most = best.get(tuple(row[k] for k in keys), np.nan)
         if np.isfinite(most) and most >= row["T"]:
+            rows.append(position)
             names.append(_name(row))
             texts.append(f"{_name(row)} fitted {row['accuracy'] * row['T']:.0f} of {int(row['T'])} labels, while the "
                          f"same model memorized {most:.0f} at another T")
     if not names:
-        return Certificate()
+        return Certificate(), []
     return Certificate.fail(UNDER_TRAINED, "below the bound although the same model stores more labels elsewhere "
-                            "in the grid (a failure to optimize, not capacity): " + listing(texts), names)
+                            "in the grid (a failure to optimize, not capacity): " + listing(texts), names), rows
 
 
 # ---- M2: linear in H ------------------------------------------------------------------------

@@ -158,9 +158,8 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         raise ValueError(f"{experiment}: unknown part {context.part!r}; this config has {list(parts)}")
     todo = [s for name, part in parts.items() if context.part in (name, "all") for s in part]
     table, sample = make_block(spec["N"], spec["n_sequences"], context.seed, _BLOCK_SALT[experiment])
-    frames = [context.memo(("stack", spec, stack), lambda stack=stack: train_stack(
-        stack, spec, table, sample, context.device, checkpoint=lambda every, gens, state, stack=stack: context.checkpoint(
-            ("training", spec, stack), every, gens, state))) for stack in todo]
+    frames = [context.resumable(("stack", spec, stack), lambda checkpoint, stack=stack: train_stack(
+        stack, spec, table, sample, context.device, checkpoint=checkpoint)) for stack in todo]
     frame = pd.concat(frames, ignore_index=True)
     frame.insert(0, "part", context.part)
     return frame

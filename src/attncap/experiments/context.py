@@ -3,6 +3,7 @@ to keep the state that lets a killed job resume (`checkpoint`, `memo`)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import pickle
@@ -38,11 +39,15 @@ class RunContext:
                    threads=threads, tier=tier, part=part, compile=bool(compile),
                    scratch=Path(scratch) if scratch is not None else None)
 
+    @functools.cached_property
+    def _revision(self) -> str:
+        return git_revision()  # once per job: a subprocess, and the code does not change under a running job
+
     def _state_path(self, key, suffix: str) -> Path:
         """A file in `scratch` named by a hash of `key` together with everything else that fixes the numbers
         (experiment, part, base seed, device, code revision): a changed config or code never resumes from
         another run's state, it starts afresh beside it."""
-        identity = [self.claim, self.experiment, self.part, self.seed, self.device, git_revision(), key]
+        identity = [self.claim, self.experiment, self.part, self.seed, self.device, self._revision, key]
         digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=repr).encode()).hexdigest()[:20]
         return self.scratch / f"{digest}{suffix}"
 
@@ -66,6 +71,13 @@ class RunContext:
         with atomic_path(path) as tmp:
             tmp.write_bytes(pickle.dumps(value))
         return value
+
+    def resumable(self, key, train):
+        """`train(checkpoint)` made resumable under `key`: its result is kept (`memo`) and the training it runs is
+        checkpointed (`checkpoint`, passed to it as the factory `checkpoint(every, generators, stateful)`), so a
+        job killed during it continues that training and reads back the ones that finished."""
+        return self.memo(key, lambda: train(lambda every, generators, stateful: self.checkpoint(
+            key, every, generators, stateful)))
 
     def clear_scratch(self) -> None:
         """Drop the resumable state once the job's output is written."""

@@ -399,15 +399,12 @@ def _trained(context, cell: dict, spec: dict, datas: dict):
     """Evaluate a list of requests by training them, resumable: a finished training's rows are kept
     (`RunContext.memo`) and an unfinished one checkpointed, so a killed job redoes neither."""
     def evaluate(requests):
-        key = ("trained", spec, cell, requests)
-        return context.memo(key, lambda: train_requests(
-            cell, requests, spec, datas, context.device,
-            checkpoint=lambda every, gens, state: context.checkpoint(key, every, gens, state)))
+        return context.resumable(("trained", spec, cell, requests), lambda checkpoint: train_requests(
+            cell, requests, spec, datas, context.device, checkpoint=checkpoint))
     return evaluate
 
 
 def run(experiment: str, spec: dict, context) -> pd.DataFrame:
-    device = context.device
     rows = []
     if experiment == "R1":
         cell = cells("R1", spec)[0]
