@@ -358,7 +358,7 @@ def test_learning_certificate_gates_trained_checks():
 def test_decayed_schedule_cannot_fake_a_plateau():
     """The issue's case: loss falling 30% per tenth at full rate shows ≈ 3% under claim 2's linear decay to 5%
     (lr_last10 ≈ 0.097): under 5% raw, but 30% per unit of learning rate, so still moving. Judged per run:
-    one moving seed withholds the cell."""
+    one moving seed withholds its configuration."""
     good = linear_a1(sd=SD_A1)
     decayed = good.assign(loss_drop_last10=0.03, lr_last10=0.097)
     assert {c.id: c for c in claim.checks({"A1": decayed})}["linear_in_H"].verdict == INCONCLUSIVE
@@ -367,7 +367,9 @@ def test_decayed_schedule_cannot_fake_a_plateau():
     one_seed = good.assign(loss_drop_last10=np.where((good["seed"] == 1) & (good["d"] == 7), 0.03, 0.003),
                            lr_last10=0.097)
     check = {c.id: c for c in claim.checks({"A1": one_seed})}["linear_in_H"]
-    assert check.verdict == INCONCLUSIVE and "seed=1" in check.reason
+    # d = 7 (all five of its configurations) is withheld; the other d decide
+    assert check.verdict == REPRODUCED and "seed=1" in check.reason and "5 withheld" in check.reason
+    assert "d=7" in check.reason and check.measured["withheld_configurations"] == 5
     # the per-run status column is the same rule
     status = [claim.run_status(r.final_loss, r.acc_running, r.loss_drop_last10, r.lr_last10)
               for r in one_seed.itertuples()]
@@ -597,3 +599,49 @@ def test_a_killed_job_does_not_retrain_its_finished_stacks(smoke_config, tmp_pat
     assert len(trained) == 1  # only the killed stack is trained again (from its checkpoint)
     same = [c for c in whole.columns if c != "wall_time_s"]
     pd.testing.assert_frame_equal(resumed[same], whole[same], check_exact=True)
+
+
+def test_shape_laws_withhold_only_the_configurations_with_an_uncertified_run():
+    """Issue 22 (the gate withholds only the part that depends on an uncertified model): one still-moving seed
+    at d = 8, H = 16 withholds that configuration (every seed of it), and the law is decided on the rest."""
+    def moving_at(table):
+        return table.assign(loss_drop_last10=np.where((table["d"] == 8) & (table["heads"] == 16)
+                                                      & (table["seed"] == 0), 0.2, 0.01))
+    for rng in RNGS:
+        got = {c.id: c for c in claim.checks({"A1": moving_at(linear_a1(sd=SD_A1, rng=rng))})}
+        for check_id in ("linear_in_H", "per_head_gain", "slope_exponent"):
+            check = got[check_id]
+            assert check.verdict == REPRODUCED, (check_id, check.reason)
+            assert "1 withheld" in check.reason and "heads=16" in check.reason and "not settled" in check.reason
+            assert check.measured["withheld_configurations"] == 1
+        # the rival drawn the same way is refused on the certified part too
+        assert {c.id: c for c in claim.checks({"A1": moving_at(sqrt_a1(rng=rng))})}["linear_in_H"].verdict == NOT_REPRODUCED
+        slow = moving_at(gain_a1(lambda dh: 0.5 * dh, rng=rng))
+        assert {c.id: c for c in claim.checks({"A1": slow})}["per_head_gain"].verdict == NOT_REPRODUCED
+
+
+def test_a_configuration_is_withheld_whole_and_an_undecidable_part_stays_inconclusive():
+    from attncap.claims import Certificate, Check, gate_certified_part
+    table = linear_a1(sd=SD_A1)
+    passed = pd.Series(~((table["d"] == 10) & (table["heads"] == 21) & (table["seed"] == 1)), index=table.index)
+    seen = []
+
+    def decide(frame):
+        seen.append(frame)
+        return claim.linear_in_heads(frame)
+
+    failed = Certificate.fail(STILL_MOVING, "loss not settled: one run", ["one run"])
+    check = gate_certified_part(decide, table, "precondition", failed, passed, claim.KEYS)
+    part = seen[-1]
+    assert not ((part["d"] == 10) & (part["heads"] == 21)).any()  # all three seeds of it, not only seed 1
+    assert len(part) == len(table) - 3 and check.verdict == REPRODUCED and check.precondition == "precondition"
+    # every configuration with an uncertified run: nothing left to decide on, the whole check is withheld
+    none = gate_certified_part(decide, table, "precondition", failed, pd.Series(False, index=table.index), claim.KEYS)
+    assert none.verdict == INCONCLUSIVE and none.reason.startswith("loss not settled")
+    # a part too small to decide (H = 16 and 21 withheld at every d: 3 H per d) keeps the certificate's reason
+    small = pd.Series(table["heads"] < 16, index=table.index)
+    kept = gate_certified_part(decide, table, "precondition", failed, small, claim.KEYS)
+    assert kept.verdict == INCONCLUSIVE and "not settled" in kept.reason and "do not decide it either" in kept.reason
+    # a certificate that holds decides on every run, exactly as gate
+    assert gate_certified_part(decide, table, "p", Certificate(), passed, claim.KEYS).verdict == REPRODUCED
+    assert isinstance(check, Check)

@@ -573,7 +573,12 @@ def test_one_unsettled_seed_is_not_averaged_away():
     one = (table["seed"] == 1) & (table["heads"] == 4) & (table["accuracy"] < 1)
     table.loc[one, "loss_drop_last10"] = 0.3  # still falling at 10.7% of the peak rate
     check = claim.check_linear_in_heads(table)
-    assert check.verdict == INCONCLUSIVE and "seed=1" in check.reason
+    # its configuration (H = 4, every seed) is withheld, not averaged in; the other H decide (issue 22)
+    assert check.verdict == REPRODUCED and "seed=1" in check.reason and "1 withheld: heads=4" in check.reason
+    # the rival drawn the same way is refused on the certified part too
+    rival = _noisy(lambda h: 60 * math.sqrt(h), heads=(1, 2, 4, 8, 16), grid=GRID)
+    rival.loc[one, "loss_drop_last10"] = 0.3
+    assert claim.check_linear_in_heads(rival).verdict in (NOT_REPRODUCED, PARTIALLY)
 
 
 def test_only_the_runs_a_count_depends_on_are_certified():

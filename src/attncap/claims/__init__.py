@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -295,6 +295,41 @@ def gate(check: Check, precondition: str, certificate: Certificate, *, lower_bou
         check.verdict = INCONCLUSIVE
         check.reason = certificate.text
     return check
+
+
+def gate_certified_part(decide: Callable[[pd.DataFrame], Check], frame: pd.DataFrame | None, precondition: str,
+                        certificate: Certificate, passed: pd.Series | None, keys: Sequence[str]) -> Check:
+    """`gate(decide(frame), precondition, certificate)`, withholding only the part that depends on an
+    uncertified run: when some runs fail their certificate (`passed`, per row of `frame`), the check is decided
+    again on the configurations (rows grouped by `keys`) whose every run passed, and that decision stands
+    when it is one, its reason naming the withheld configurations and why. Whole configurations are withheld
+    (not single seeds), so a configuration's mean never rests on its faster-converging seeds. When the
+    certified part cannot decide (too few points, a missing arm), or a run failed for a reason more training
+    cannot mend (diverged, missing, too short: not SOFT_KINDS), the whole check is withheld as by `gate`."""
+    full = gate(decide(frame), precondition, certificate)
+    if (certificate.ok or not certificate.soft or full.verdict != INCONCLUSIVE or frame is None or passed is None
+            or frame.empty):
+        return full  # a diverged or missing run is a fault of the pipeline, not a part to set aside
+    keys = [k for k in keys if k in frame]
+    ok = passed.reindex(frame.index, fill_value=False).astype(bool)
+    config_ok = ok.groupby([frame[k] for k in keys]).transform("all") if keys else ok
+    withheld = frame[~config_ok].drop_duplicates(keys)
+    if withheld.empty or bool((~config_ok).all()):
+        return full
+    part = decide(frame[config_ok])
+    kept = len(frame[config_ok].drop_duplicates(keys))
+    labels = [" ".join(f"{k}={_short(r[k])}" for k in keys) for _, r in withheld.iterrows()]
+    if part.verdict == INCONCLUSIVE:
+        if part.reason:
+            full.reason += (f"; the {kept} configurations whose every run is certified do not decide it either "
+                            f"({part.reason})")
+        return full
+    part.precondition = precondition
+    part.reason = (f"decided on the {kept} configurations whose every run is certified; {len(labels)} withheld: "
+                   f"{listing(labels)} ({certificate.merged().text})")
+    if isinstance(part.measured, dict):
+        part.measured = {**part.measured, "withheld_configurations": len(labels)}
+    return part
 
 
 def listing(items: Sequence[str], most: int = 6) -> str:

@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 
 from attncap.claims import (INCONCLUSIVE, LEARNED, MISSING, NOT_REPRODUCED, PARTIALLY, PLATEAU_DROP, REPRODUCED,
-                            SANITY, UNDER_TRAINED, Certificate, Check, certify, fraction_verdict, gate, learning_status,
-                            listing, verdict_from)
+                            SANITY, UNDER_TRAINED, Certificate, Check, certify, fraction_verdict, gate, gate_certified_part,
+                            learning_status, listing, verdict_from)
 from attncap.claims.laws import (CLAIMED, NOT_RESOLVED, RIVAL, compare_groups, compare_laws, exponent_interval,
                                  not_resolved_reason, tally, with_intercept)
 
@@ -91,10 +91,18 @@ def memorization_certificate(frame, by: list[str]) -> Certificate:
     return certificate(deciding_runs(frame, by)) if frame is not None and len(frame) else certificate()
 
 
-def _gated(check: Check, *tables_by) -> Check:
-    """Gate a check on the certificate of the runs its memorization counts depend on."""
-    certs = [memorization_certificate(t, by) for t, by in tables_by]
-    return gate(check, PRECONDITION, Certificate.combine(certs))
+def _gated(check: Check, *tables_by, decide=None) -> Check:
+    """Gate a check on the certificate of the runs its memorization counts depend on. With `decide` (the check
+    function, for a check on one table) only the configurations (`by`, every seed) whose count rests on an
+    uncertified run are withheld, and the check is decided again on the rest when it can (`gate_certified_part`)."""
+    cert = Certificate.combine([memorization_certificate(t, by) for t, by in tables_by])
+    if decide is None or len(tables_by) != 1 or cert.ok:
+        return gate(check, PRECONDITION, cert)
+    frame, by = tables_by[0]
+    counts = certified_counts(frame, by).set_index(by + ["seed"])["certified"]
+    passed = pd.Series(counts.reindex(pd.MultiIndex.from_frame(frame[by + ["seed"]])).fillna(False).to_numpy(bool),
+                       index=frame.index)
+    return gate_certified_part(lambda f: check if f is frame else decide(f), frame, PRECONDITION, cert, passed, by)
 
 
 def memorization(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -269,7 +277,7 @@ def check_linear_in_heads(m2) -> Check:
     elif check.verdict == INCONCLUSIVE:
         check.reason = not_resolved_reason("linear vs sublinear growth in H", "; ".join(
             f"{k}: {v}" for k, v in outcomes.items() if v == NOT_RESOLVED) + f" ({shape.describe()})")
-    return _gated(check, (m2, ["heads", "n"]))
+    return _gated(check, (m2, ["heads", "n"]), decide=check_linear_in_heads)
 
 
 # ---- M3: context size ------------------------------------------------------------------------
@@ -310,7 +318,7 @@ def check_monotone_n(m3, slack: float = MONOTONE_MARGIN) -> Check:
     if check.verdict == INCONCLUSIVE:
         check.reason = not_resolved_reason("the change of M lies inside the seed spread", "n steps " + ", ".join(
             k for k, v in outcomes.items() if v == NOT_RESOLVED))
-    return _gated(check, (m3, ["n", "heads"]))
+    return _gated(check, (m3, ["n", "heads"]), decide=lambda f: check_monotone_n(f, slack))
 
 
 def check_n1_collapse(m3) -> Check:
@@ -363,7 +371,7 @@ def check_head_size_gain(m4) -> Check:
     check = Check("M4.gain", statement, source, measured, expected, tolerance, tally({"gain": outcome}), rival=rival)
     if check.verdict == INCONCLUSIVE:
         check.reason = not_resolved_reason("the gain lies inside the seed spread", f"interval {diff.low:.3g}..{diff.high:.3g}")
-    return _gated(check, (m4, ["d_head", "n", "heads"]))
+    return _gated(check, (m4, ["d_head", "n", "heads"]), decide=check_head_size_gain)
 
 
 def check_head_size_plateau(m4, tolerance: float = PLATEAU) -> Check:
@@ -396,7 +404,7 @@ def check_head_size_plateau(m4, tolerance: float = PLATEAU) -> Check:
     if check.verdict == INCONCLUSIVE:
         check.reason = not_resolved_reason("flat vs growing in d_h beyond n",
                                            f"exponent {exponent.slope:.2f} in [{exponent.low:.2f}, {exponent.high:.2f}]")
-    return _gated(check, (m4, ["d_head", "n", "heads"]))
+    return _gated(check, (m4, ["d_head", "n", "heads"]), decide=lambda f: check_head_size_plateau(f, tolerance))
 
 
 # ---- M5: non-shared contexts -------------------------------------------------------------------

@@ -61,9 +61,10 @@ MIN_BUDGET = 1000
 """A run below its threshold refutes a learning law only with a budget (`steps`) of at least this many
 steps; shorter (the smoke tier's) is TOO_SHORT, never 'not reproduced'."""
 CONTROL_MIN_STEPS = MIN_BUDGET  # the name earlier notebooks and tests use
-SETTLED = ("solved", "plateau")
+SETTLED = ("solved", "followed", "plateau")
 """`stop_reason`s of a run that finished learning (attncap.experiments.swap_state_tracking.STOP_REASONS):
-early stop after held-out passes at T_train, or a loss plateau at its final length at the step limit.
+early stop after held-out passes at T_train (`solved`; `followed`: then trained on until its accuracy at
+4·T_train settled), or a loss plateau at its final length at the step limit.
 `max_steps`: still improving at the step limit."""
 LEVEL = 0.95
 Z_EVAL = float(stats.norm.ppf(0.975))
