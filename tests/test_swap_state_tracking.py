@@ -181,6 +181,33 @@ def test_early_stopping_holds_learned_models_and_records_steps():
     assert (rows["status"] == LEARNED).all() and (rows["stop_reason"] == "solved").all()
 
 
+def test_follow_settled_rule():
+    settled = experiment.follow_settled
+    assert not settled([0.5] * 9, 5, 0.01, 0.99)  # too few checks to tell
+    assert settled([0.995] * 5, 5, 0.01, 0.99)  # generalizes: stop at once
+    assert not settled([0.5, 0.6, 0.7, 0.8, 0.9, 0.91, 0.92, 0.93, 0.94, 0.95], 5, 0.01, 0.99)  # still rising
+    assert settled([0.8, 0.86, 0.85, 0.86, 0.84, 0.85, 0.86, 0.85, 0.86, 0.85], 5, 0.01, 0.99)  # flat, noisy
+    assert settled([0.9] * 5 + [0.5] * 5, 5, 0.01, 0.99)  # fell: it will not come back by waiting
+
+
+def test_following_beyond_t_train_trains_on_and_records_why_it_stopped():
+    """With follow_multiplier a solved model keeps training, checked at m·T_train on its own stream, until that
+    settles (stop_reason followed); the runs without it stop when T_train is solved, their checks unchanged."""
+    spec = dict(SMALL, n_objects=[2], T_train=2, curriculum_start=2, steps=600, lr=0.01, warmup_steps=5,
+                batch=64, eval_batches=2, check_every=20, stop_accuracy=0.99, stop_checks=2, models=["deltanet_02"])
+    ctx = RunContext.create(claim="swap_state_tracking", experiment="S1", part="n2-deltanet_02", tier="test")
+    plain = experiment.run("S1", spec, ctx)
+    followed = experiment.run("S1", dict(spec, follow_multiplier=4, follow_checks=3), ctx)
+    assert (plain["stop_reason"] == "solved").all() and (plain["follow_checks_run"] == 0).all()
+    assert (followed["stop_reason"] == "followed").all() and (followed["follow_checks_run"] >= 3).all()
+    assert (followed["steps_run"] > plain["steps_run"]).all()
+    # the checks up to the moment it solved T_train are those of the run that stopped there
+    first, later = plain["checks"].iloc[0].split(), followed["checks"].iloc[0].split()
+    assert later[:len(first)] == first and ":8:" in " ".join(later[len(first):])
+    bad = dict(spec, follow_multiplier=8)
+    assert any("follow_multiplier" in p for p in experiment.check_config({"S1": bad}))
+
+
 # ---- verdicts -------------------------------------------------------------------------------------
 # Synthetic tables at the noise the default tier measures. Seed spread of DeltaFormer (κ1 = linear) at
 # n = 3 on the default recipe (S1 config, seeds 0, 1, 2; measured for issue 21): accuracy at T_train
@@ -263,6 +290,9 @@ def test_length_checks_falsification(check, mixer):
         assert check(table(generalizes(mixer), rng=r)).verdict == REPRODUCED
         # trained on to the step limit after solving T_train: the length-bound rival is decided
         assert check(table(length_bound(mixer), rng=r, solved_stop="max_steps")).verdict == NOT_REPRODUCED
+        # followed beyond T_train until its 4·T_train accuracy settled (follow_multiplier): decided as well
+        assert check(table(length_bound(mixer), rng=r, solved_stop="followed")).verdict == NOT_REPRODUCED
+        assert check(table(generalizes(mixer), rng=r, solved_stop="followed")).verdict == REPRODUCED
         # stopped when T_train was solved (the pipeline's early stop): a failure beyond it is withheld
         early = check(table(length_bound(mixer), rng=r))
         assert early.verdict == INCONCLUSIVE and "stopped early when T_train was solved" in early.reason
@@ -485,7 +515,7 @@ def test_certificate_columns_in_rows():
 
 
 def test_stop_reason_rule():
-    """solved: early stop; plateau: at the step limit, loss settled per unit of learning rate at the final
+    """solved: early stop (followed: after following the accuracy beyond T_train); plateau: at the step limit, loss settled per unit of learning rate at the final
     length; max_steps: still improving, or promoted too late to tell."""
     reason = experiment.stop_reason
     assert reason(True, False, 800, 100, 0.01, 0.5, 0.5) == "solved"
@@ -493,7 +523,8 @@ def test_stop_reason_rule():
     assert reason(False, False, 3000, 100, 0.5, 0.001, 0.107) == "plateau"
     assert reason(False, False, 3000, 100, 0.5, 0.01, 0.107) == "max_steps"  # 9% per unit rate
     assert reason(False, False, 3000, 2900, 0.5, -0.5, 0.107) == "max_steps"  # promoted in the window
-    assert set(experiment.STOP_REASONS) == {"solved", "plateau", "max_steps", "diverged"}
+    assert reason(True, False, 800, 100, 0.01, 0.5, 0.5, followed=True) == "followed"
+    assert set(experiment.STOP_REASONS) == {"solved", "followed", "plateau", "max_steps", "diverged"}
 
 
 # ---- config -------------------------------------------------------------------------------------

@@ -19,6 +19,11 @@ trained) or none, `schedule` the learning-rate decay after warm-up (cosine or co
 budget per curriculum length (a model that has not learned its current length within it stops there;
 `learned_T` records the longest length a held-out check passed at `promote_accuracy`), and `depths`
 a per-part depth axis (a list for every model, or {mixer: [depths]}; part names gain "-L<depth>").
+`follow_multiplier` (m) keeps a model training after it solved T_train, checking its accuracy at m·T_train
+(last quarter of the swaps, own held-out stream) until that settles: `follow_checks` consecutive checks ≥
+`stop_accuracy`, or no gain above `follow_gain` in the best of the last `follow_checks` checks over the best
+before them (stop_reason `followed`); without it a solved model stops, and what it reaches beyond T_train is
+read at that moment, not where more training takes it.
 S4 is the paper's own protocol (T_train = 16, a 1-layer DeltaFormer beside 1/2/4-layer Transformers) and
 the Transformer's in-distribution frontier (the curriculum's last length learned, per depth and n); S5 is
 DeltaFormer's readout beyond T_train (`readouts`: no positions, a learned temperature; see READOUTS).
@@ -59,8 +64,8 @@ TRAIN_KEYS = ("T_train", "tokens_per_swap", "d_model", "layers", "heads", "mlp_r
 DEFAULTS = {"tokens_per_swap": 1, "adam_betas": [0.9, 0.999], "curriculum_start": None, "check_every": 50,
             "check_batches": 2, "promote_accuracy": 0.95, "stop_accuracy": 0.99, "stop_checks": 10,
             "mixed_lengths": False, "positional": "rotary", "schedule": "cosine", "stage_steps": None,
-            "readout_temperature": False}
-RECIPE_KEYS = ("mixed_lengths", "positional", "schedule", "stage_steps", "readout_temperature")
+            "readout_temperature": False, "follow_multiplier": None, "follow_checks": 10, "follow_gain": 0.01}
+RECIPE_KEYS = ("mixed_lengths", "positional", "schedule", "stage_steps", "readout_temperature", "follow_multiplier")
 EXPERIMENTS = ("S1", "S2", "S3", "S4", "S5")
 READOUTS = {
     "rotary": {"positional": "rotary", "readout_temperature": False},
@@ -181,26 +186,36 @@ def expected_cells(section: dict) -> dict[str, list[dict]]:
     return out
 
 
-STOP_REASONS = ("solved", "plateau", "max_steps", "diverged")
+STOP_REASONS = ("solved", "followed", "plateau", "max_steps", "diverged")
 """Why a run stopped (column `stop_reason`): `solved`, early stop after `stop_checks` consecutive held-out
-passes at T_train; `plateau`, the step limit with the loss settled at its final curriculum length (that
+passes at T_train; `followed`, solved T_train and then trained on until its accuracy at
+`follow_multiplier`·T_train settled (`follow_settled`); `plateau`, the step limit with the loss settled at its final curriculum length (that
 length reached before the last 20% of the run, and the loss fell ≤ PLATEAU_DROP per unit of learning rate
 over the last 10%: `attncap.claims.learning_status`'s rule on `loss_drop` / `lr_last10`); `max_steps`, the
 step limit while still improving (or promoted to a longer length too late to tell); `diverged`."""
 
 
 def stop_reason(stopped_early: bool, diverged: bool, steps_run: int, final_stage_step: int, loss: float,
-                loss_drop: float, lr_last10: float) -> str:
-    """One run's `stop_reason` (STOP_REASONS)."""
+                loss_drop: float, lr_last10: float, followed: bool = False) -> str:
+    """One run's `stop_reason` (STOP_REASONS); `followed`: it stopped because its accuracy beyond T_train settled."""
     if diverged or not math.isfinite(loss):
         return "diverged"
     if stopped_early:
-        return "solved"
+        return "followed" if followed else "solved"
     window = max(1, int(steps_run * 0.1))
     if final_stage_step > steps_run - 2 * window:  # the plateau window would straddle a curriculum promotion
         return "max_steps"
     moving = learning_status(loss, None, None, loss_drop=loss_drop, lr_fraction=lr_last10) == STILL_MOVING
     return "max_steps" if moving else "plateau"
+
+
+def follow_settled(accuracies: list[float], checks: int, gain: float, target: float) -> bool:
+    """Whether a solved model's accuracy beyond T_train (one value per held-out check since it solved T_train)
+    has settled: the last `checks` values all ≥ `target` (it generalizes), or, with at least 2·`checks` values,
+    the best of the last `checks` is no more than `gain` above the best before them (it stopped improving)."""
+    if len(accuracies) >= checks and min(accuracies[-checks:]) >= target:
+        return True
+    return len(accuracies) >= 2 * checks and max(accuracies[-checks:]) <= max(accuracies[:-checks]) + gain
 
 
 def _generator(base_seed: int, seed: int, n: int, stream: int) -> torch.Generator:
@@ -320,6 +335,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                       max_len=form * spec["T_train"] * max(spec["test_multipliers"]) + 1).to(device)
     gens = [_generator(context.seed, g["seed"], n, 0) for g in grid]
     check_gens = [_generator(context.seed, g["seed"], n, 2) for g in grid]
+    follow_gens = [_generator(context.seed, g["seed"], n, 3) for g in grid]  # own stream: other checks unchanged
     settings = TrainSettings(steps=spec["steps"], lr=spec["lr"], optimizer="adamw", betas=tuple(spec["adam_betas"]),
                              weight_decay=spec["weight_decay"], warmup_steps=spec["warmup_steps"],
                              schedule=spec["schedule"], final_lr_fraction=spec["final_lr_fraction"],
@@ -332,6 +348,8 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     checks: list[list[str]] = [[] for _ in grid]  # "step:T:acc" of every held-out check
     passes = [0] * len(grid)  # consecutive checks at T_train with accuracy ≥ stop_accuracy
     learned = [0] * len(grid)  # longest length with a held-out check ≥ promote_accuracy (the frontier)
+    following: list[list[float] | None] = [None] * len(grid)  # accuracy at follow·T_train per check, once solved
+    follow = spec["follow_multiplier"]
     stalled = [False] * len(grid)  # stopped by `stage_steps` without learning its current length
     train_norm = torch.zeros(len(grid))
 
@@ -361,6 +379,12 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 batches = [sample(n, L, spec["batch"] * spec["check_batches"], g, final_query=False,
                                   tokens_per_swap=form) for L, g in zip(lengths, check_gens)]
                 curve = step_accuracy(model, batches, form, device)
+                beyond = None
+                if follow and any(f is not None and not d for f, d in zip(following, done.tolist())):
+                    far = follow * spec["T_train"]
+                    beyond = step_accuracy(model, [sample(n, far, spec["batch"] * spec["check_batches"], g,
+                                                          final_query=False, tokens_per_swap=form)
+                                                   for g in follow_gens], form, device)
             model.train()
             for i, L in enumerate(lengths):
                 if done[i]:
@@ -379,9 +403,20 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                     # while its solution is still approximate (DeltaNet stopped at the first pass kept 0.99
                     # at T_train but fell to 0.56-0.80 at 4·T_train; after 5 passes 0.90-0.995); the extra
                     # checks (in distribution only) let it sharpen.
+                    if following[i] is not None and beyond is not None:
+                        far_acc = float(last_quarter(beyond[i], follow * spec["T_train"]))
+                        following[i].append(far_acc)
+                        checks[i].append(f"{step + 1}:{follow * spec['T_train']}:{far_acc:.3f}")
+                        if follow_settled(following[i], spec["follow_checks"], spec["follow_gain"],
+                                          spec["stop_accuracy"]):
+                            done[i] = True
+                        continue
                     passes[i] = passes[i] + 1 if acc >= spec["stop_accuracy"] else 0
                     if passes[i] >= spec["stop_checks"]:
-                        done[i] = True
+                        if follow:
+                            following[i] = []  # solved T_train: from the next check on, follow m·T_train
+                        else:
+                            done[i] = True
                 elif acc >= spec["promote_accuracy"]:
                     stage[i] += 1
                     reached[i][stages[stage[i]]] = step + 1
@@ -409,7 +444,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         status = DIVERGED if bool(diverged[i]) else learning_status(loss, at_train["acc"])
         drop, lr_tail = plateau_drop(own), tail_lr_fraction(settings, result["model_steps"][i])
         reason = stop_reason(bool(done[i]) and not stalled[i], bool(diverged[i]), result["model_steps"][i],
-                             reached[i][stages[stage[i]]], loss, drop, lr_tail)
+                             reached[i][stages[stage[i]]], loss, drop, lr_tail, followed=following[i] is not None)
         if status == DIVERGED:  # a diverged run has no accuracy (never 0)
             loss = math.nan
             for row in model_rows:
@@ -430,6 +465,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 "curriculum": " ".join(f"{L}@{s}" for L, s in reached[i].items()),
                 "final_stage_T": stages[stage[i]], "learned_T": learned[i], "stage_budget_stop": stalled[i],
                 "checks": " ".join(checks[i][-40:]),
+                "follow_checks_run": len(following[i]) if following[i] is not None else 0,
                 "max_train_value_norm": float(train_norm[i]), **row,
                 "train_time_s": train_time / len(grid), "wall_time_s": wall / len(grid),
             })
@@ -462,6 +498,10 @@ def check_config(section: dict) -> list[str]:
         missing = sorted(set(spec.get("boundary_n", [])) - set(spec["n_objects"]))
         if missing:
             problems.append(f"{exp}.boundary_n: {missing} not in n_objects={spec['n_objects']}")
+        follow = spec.get("follow_multiplier")
+        if follow and follow > max(spec["test_multipliers"]):
+            problems.append(f"{exp}.follow_multiplier: {follow} must be ≤ max(test_multipliers)="
+                            f"{max(spec['test_multipliers'])} (the model's positions end there)")
         start = spec.get("curriculum_start")
         if start is not None and start > spec["T_train"]:
             problems.append(f"{exp}.curriculum_start: {start} must be ≤ T_train={spec['T_train']}")
