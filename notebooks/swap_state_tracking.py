@@ -58,7 +58,9 @@
 #   `loss_curve` (6 checkpoints), `train_accuracy` (= `acc` at T_train on held-out sequences), `status`
 #   (`learned` ≥ 0.9, `under-trained`, `diverged`), `steps_run` of `max_steps`, the curriculum reached
 #   (`curriculum`, length@step), and **why the run stopped** (`stop_reason`: `solved` = early stop after
-#   the held-out passes, `plateau` = the step limit with the loss settled at its final length, i.e. a
+#   the held-out passes, `followed` = after those passes it trained on, checked at 4·T_train every 50 steps
+#   (`follow_checks_run` checks), until that accuracy settled (10 checks ≥ 0.99, or the best of the last 10
+#   no more than 0.01 above the best before them; S1 at every tier), `plateau` = the step limit with the loss settled at its final length, i.e. a
 #   fall ≤ 5 % over the last 10 % of the run per unit of learning rate (`loss_drop` / `lr_last10`; the
 #   cosine schedule ends at 10 % of the peak), `max_steps` = still improving at the limit, `diverged`).
 #   Every trained cell is withheld only on the runs it depends on: DeltaFormer's own length
@@ -68,8 +70,8 @@
 #   training budget would give (the numbers stay in `measured`). The positive control and the linear half of
 #   `kernel` are not gates: a settled run below its threshold reads "not reproduced", one still improving is
 #   withheld. A length check (`published_deltaformer`, `construction`) counts a cell below its threshold
-#   only on runs that were not stopped early when they solved T_train: those runs' accuracy beyond T_train
-#   was measured when they stopped, never followed until it settled. `protocol` counts a Transformer depth
+#   only on runs that were not stopped early when they solved T_train (`followed` runs count): a run stopped
+#   the moment it solved T_train had its accuracy beyond T_train measured then, never followed until it settled. `protocol` counts a Transformer depth
 #   that fails n = 5 at length 16 only if the same depth learned some n ≤ 4 at that length (else its
 #   failure is the recipe's at that length, whatever n is).
 # * **Decisions.** Each check names its law and the most plausible rival (the verdict table's `rival`).
