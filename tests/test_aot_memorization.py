@@ -631,17 +631,18 @@ def test_a_configuration_is_withheld_whole_and_an_undecidable_part_stays_inconcl
         return claim.linear_in_heads(frame)
 
     failed = Certificate.fail(STILL_MOVING, "loss not settled: one run", ["one run"])
-    check = gate_certified_part(decide, table, "precondition", failed, passed, claim.KEYS)
+    check = gate_certified_part(decide(table), decide, table, "precondition", failed, passed, claim.KEYS)
     part = seen[-1]
     assert not ((part["d"] == 10) & (part["heads"] == 21)).any()  # all three seeds of it, not only seed 1
     assert len(part) == len(table) - 3 and check.verdict == REPRODUCED and check.precondition == "precondition"
     # every configuration with an uncertified run: nothing left to decide on, the whole check is withheld
-    none = gate_certified_part(decide, table, "precondition", failed, pd.Series(False, index=table.index), claim.KEYS)
+    none = gate_certified_part(decide(table), decide, table, "precondition", failed,
+                               pd.Series(False, index=table.index), claim.KEYS)
     assert none.verdict == INCONCLUSIVE and none.reason.startswith("loss not settled")
     # a part too small to decide (H = 16 and 21 withheld at every d: 3 H per d) keeps the certificate's reason
     small = pd.Series(table["heads"] < 16, index=table.index)
-    kept = gate_certified_part(decide, table, "precondition", failed, small, claim.KEYS)
+    kept = gate_certified_part(decide(table), decide, table, "precondition", failed, small, claim.KEYS)
     assert kept.verdict == INCONCLUSIVE and "not settled" in kept.reason and "do not decide it either" in kept.reason
     # a certificate that holds decides on every run, exactly as gate
-    assert gate_certified_part(decide, table, "p", Certificate(), passed, claim.KEYS).verdict == REPRODUCED
+    assert gate_certified_part(decide(table), decide, table, "p", Certificate(), passed, claim.KEYS).verdict == REPRODUCED
     assert isinstance(check, Check)

@@ -297,16 +297,17 @@ def gate(check: Check, precondition: str, certificate: Certificate, *, lower_bou
     return check
 
 
-def gate_certified_part(decide: Callable[[pd.DataFrame], Check], frame: pd.DataFrame | None, precondition: str,
-                        certificate: Certificate, passed: pd.Series | None, keys: Sequence[str]) -> Check:
-    """`gate(decide(frame), precondition, certificate)`, withholding only the part that depends on an
-    uncertified run: when some runs fail their certificate (`passed`, per row of `frame`), the check is decided
-    again on the configurations (rows grouped by `keys`) whose every run passed, and that decision stands
+def gate_certified_part(check: Check, decide: Callable[[pd.DataFrame], Check], frame: pd.DataFrame | None,
+                        precondition: str, certificate: Certificate, passed: pd.Series | None,
+                        keys: Sequence[str]) -> Check:
+    """`gate(check, precondition, certificate)` for `check` = `decide(frame)`, withholding only the part that
+    depends on an uncertified run: when some runs fail their certificate (`passed`, per row of `frame`), the
+    check is decided again (`decide`) on the configurations (rows grouped by `keys`) whose every run passed, and that decision stands
     when it is one, its reason naming the withheld configurations and why. Whole configurations are withheld
     (not single seeds), so a configuration's mean never rests on its faster-converging seeds. When the
     certified part cannot decide (too few points, a missing arm), or a run failed for a reason more training
     cannot mend (diverged, missing, too short: not SOFT_KINDS), the whole check is withheld as by `gate`."""
-    full = gate(decide(frame), precondition, certificate)
+    full = gate(check, precondition, certificate)
     if (certificate.ok or not certificate.soft or full.verdict != INCONCLUSIVE or frame is None or passed is None
             or frame.empty):
         return full  # a diverged or missing run is a fault of the pipeline, not a part to set aside

@@ -146,7 +146,7 @@ def checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
         # the shape laws withhold only the configurations with an uncertified run, and decide on the rest if
         # it can (gate_certified_part): at the default tier the largest models are still learning at the cap
         decided_on_certified(linear_in_heads, a1),
-        # a slope: under-trained small-H runs inflate it, so it is withheld like every shape law
+        # a slope: under-trained small-H runs inflate it, so it is gated like every shape law
         decided_on_certified(per_head_gain, a1),
         decided_on_certified(head_dim_scaling, a2, shared(a2)),
         decided_on_certified(two_regimes, a3, shared(a3)),
@@ -168,7 +168,7 @@ def decided_on_certified(decide, frame: pd.DataFrame | None, judged: pd.DataFram
     passed = None
     if frame is not None and judged is not None and not judged.empty:
         passed = certified(judged).reindex(frame.index, fill_value=True)  # rows no certificate judges stay
-    return gate_certified_part(decide, frame, PRECONDITION, converged_certificate(judged), passed, KEYS)
+    return gate_certified_part(decide(frame), decide, frame, PRECONDITION, converged_certificate(judged), passed, KEYS)
 
 
 def _with_reason(check: Check, outcomes: dict[str, str], what: str) -> Check:

@@ -102,7 +102,7 @@ def _gated(check: Check, *tables_by, decide=None) -> Check:
     counts = certified_counts(frame, by).set_index(by + ["seed"])["certified"]
     passed = pd.Series(counts.reindex(pd.MultiIndex.from_frame(frame[by + ["seed"]])).fillna(False).to_numpy(bool),
                        index=frame.index)
-    return gate_certified_part(lambda f: check if f is frame else decide(f), frame, PRECONDITION, cert, passed, by)
+    return gate_certified_part(check, decide, frame, PRECONDITION, cert, passed, by)
 
 
 def memorization(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:

@@ -189,8 +189,8 @@ def expected_cells(section: dict) -> dict[str, list[dict]]:
 STOP_REASONS = ("solved", "followed", "plateau", "max_steps", "diverged")
 """Why a run stopped (column `stop_reason`): `solved`, early stop after `stop_checks` consecutive held-out
 passes at T_train; `followed`, solved T_train and then trained on until its accuracy at
-`follow_multiplier`·T_train settled (`follow_settled`); `plateau`, the step limit with the loss settled at its final curriculum length (that
-length reached before the last 20% of the run, and the loss fell ≤ PLATEAU_DROP per unit of learning rate
+`follow_multiplier`·T_train settled (`follow_settled`); `plateau`, the step limit with the loss settled at
+its final curriculum length (that length reached before the last 20% of the run, and the loss fell ≤ PLATEAU_DROP per unit of learning rate
 over the last 10%: `attncap.claims.learning_status`'s rule on `loss_drop` / `lr_last10`); `max_steps`, the
 step limit while still improving (or promoted to a longer length too late to tell); `diverged`."""
 
@@ -219,7 +219,8 @@ def follow_settled(accuracies: list[float], checks: int, gain: float, target: fl
 
 
 def _generator(base_seed: int, seed: int, n: int, stream: int) -> torch.Generator:
-    """Data stream of one (seed, n): 0 training, 1 final evaluation, 2 the curriculum's held-out checks."""
+    """Data stream of one (seed, n): 0 training, 1 final evaluation, 2 the curriculum's held-out checks, 3 the
+    checks beyond T_train of a solved model (`follow_multiplier`)."""
     return torch.Generator().manual_seed(((base_seed * 1_000 + seed) * 1_000 + n) * 10 + stream)
 
 
@@ -349,7 +350,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     passes = [0] * len(grid)  # consecutive checks at T_train with accuracy ≥ stop_accuracy
     learned = [0] * len(grid)  # longest length with a held-out check ≥ promote_accuracy (the frontier)
     following: list[list[float] | None] = [None] * len(grid)  # accuracy at follow·T_train per check, once solved
-    follow = spec["follow_multiplier"]
+    far = spec["follow_multiplier"] * spec["T_train"] if spec["follow_multiplier"] else None  # followed length
     stalled = [False] * len(grid)  # stopped by `stage_steps` without learning its current length
     train_norm = torch.zeros(len(grid))
 
@@ -380,8 +381,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                                   tokens_per_swap=form) for L, g in zip(lengths, check_gens)]
                 curve = step_accuracy(model, batches, form, device)
                 beyond = None
-                if follow and any(f is not None and not d for f, d in zip(following, done.tolist())):
-                    far = follow * spec["T_train"]
+                if far and any(f is not None and not d for f, d in zip(following, done.tolist())):
                     beyond = step_accuracy(model, [sample(n, far, spec["batch"] * spec["check_batches"], g,
                                                           final_query=False, tokens_per_swap=form)
                                                    for g in follow_gens], form, device)
@@ -399,21 +399,21 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                     done[i] = stalled[i] = True
                     continue
                 if stage[i] == len(stages) - 1:
-                    # Stop after `stop_checks` consecutive passing checks: one pass at 0.99 stops a model
-                    # while its solution is still approximate (DeltaNet stopped at the first pass kept 0.99
-                    # at T_train but fell to 0.56-0.80 at 4·T_train; after 5 passes 0.90-0.995); the extra
-                    # checks (in distribution only) let it sharpen.
                     if following[i] is not None and beyond is not None:
-                        far_acc = float(last_quarter(beyond[i], follow * spec["T_train"]))
+                        far_acc = float(last_quarter(beyond[i], far))
                         following[i].append(far_acc)
-                        checks[i].append(f"{step + 1}:{follow * spec['T_train']}:{far_acc:.3f}")
+                        checks[i].append(f"{step + 1}:{far}:{far_acc:.3f}")
                         if follow_settled(following[i], spec["follow_checks"], spec["follow_gain"],
                                           spec["stop_accuracy"]):
                             done[i] = True
                         continue
+                    # Stop after `stop_checks` consecutive passing checks: one pass at 0.99 stops a model
+                    # while its solution is still approximate (DeltaNet stopped at the first pass kept 0.99
+                    # at T_train but fell to 0.56-0.80 at 4·T_train; after 5 passes 0.90-0.995); the extra
+                    # checks (in distribution only) let it sharpen.
                     passes[i] = passes[i] + 1 if acc >= spec["stop_accuracy"] else 0
                     if passes[i] >= spec["stop_checks"]:
-                        if follow:
+                        if far:
                             following[i] = []  # solved T_train: from the next check on, follow m·T_train
                         else:
                             done[i] = True
