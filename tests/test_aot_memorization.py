@@ -614,6 +614,12 @@ def test_shape_laws_withhold_only_the_configurations_with_an_uncertified_run():
             assert check.verdict == REPRODUCED, (check_id, check.reason)
             assert "1 withheld" in check.reason and "heads=16" in check.reason and "not settled" in check.reason
             assert check.measured["withheld_configurations"] == 1
+        # the runs the figures draw the fits from (certified_part) are exactly those decided on
+        table = moving_at(linear_a1(sd=SD_A1, rng=rng))
+        part = claim.certified_part(table)
+        assert len(part) == len(table) - 3 and not ((part["d"] == 8) & (part["heads"] == 16)).any()
+        fit = claim.heads_fits(part)[8]
+        assert got["per_head_gain"].measured["d=8"]["associations_per_head"] == fit.gain.slope
         # the rival drawn the same way is refused on the certified part too
         assert {c.id: c for c in claim.checks({"A1": moving_at(sqrt_a1(rng=rng))})}["linear_in_H"].verdict == NOT_REPRODUCED
         slow = moving_at(gain_a1(lambda dh: 0.5 * dh, rng=rng))

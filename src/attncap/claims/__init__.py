@@ -312,8 +312,7 @@ def gate_certified_part(check: Check, decide: Callable[[pd.DataFrame], Check], f
             or frame.empty):
         return full  # a diverged or missing run is a fault of the pipeline, not a part to set aside
     keys = [k for k in keys if k in frame]
-    ok = passed.reindex(frame.index, fill_value=False).astype(bool)
-    config_ok = ok.groupby([frame[k] for k in keys]).transform("all") if keys else ok
+    config_ok = certified_configurations(frame, passed, keys)
     withheld = frame[~config_ok].drop_duplicates(keys)
     if withheld.empty or bool((~config_ok).all()):
         return full
@@ -331,6 +330,14 @@ def gate_certified_part(check: Check, decide: Callable[[pd.DataFrame], Check], f
     if isinstance(part.measured, dict):
         part.measured = {**part.measured, "withheld_configurations": len(labels)}
     return part
+
+
+def certified_configurations(frame: pd.DataFrame, passed: pd.Series, keys: Sequence[str]) -> pd.Series:
+    """Per row of `frame`: True when every run of its configuration (rows sharing `keys`) passed (`passed`, per
+    row; a row it does not cover fails) — the part `gate_certified_part` decides on."""
+    keys = [k for k in keys if k in frame]
+    ok = passed.reindex(frame.index, fill_value=False).astype(bool)
+    return ok.groupby([frame[k] for k in keys]).transform("all") if keys else ok
 
 
 def listing(items: Sequence[str], most: int = 6) -> str:

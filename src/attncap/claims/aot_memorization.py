@@ -29,7 +29,8 @@ from scipy.optimize import curve_fit
 
 from attncap.claims import (DIVERGED, INCONCLUSIVE, LEARNED, MISSING, NOT_REPRODUCED, PARTIALLY,
                             PLATEAU_DROP, REPRODUCED, TOO_SHORT, Certificate, Check, certify, fraction_verdict,
-                            gate, gate_certified_part, learning_status, linear_fit, listing, missing_check)
+                            certified_configurations, gate, gate_certified_part, learning_status, linear_fit, listing,
+                            missing_check)
 from attncap.claims.laws import (CLAIMED, LEVEL, NOT_RESOLVED, RIVAL, Difference, Exponent, LawComparison, compare_groups,
                                  compare_laws, exponent_interval, not_resolved_reason, tally, with_intercept)
 from attncap.tasks.aot_memorization import accuracy_bound
@@ -165,10 +166,22 @@ def decided_on_certified(decide, frame: pd.DataFrame | None, judged: pd.DataFram
     """A shape-law check on converged-arm runs, gated by the certificate of the runs `judged` (default: all of
     `frame`), withholding only the configurations with an uncertified run (`gate_certified_part`)."""
     judged = frame if judged is None else judged
-    passed = None
-    if frame is not None and judged is not None and not judged.empty:
-        passed = certified(judged).reindex(frame.index, fill_value=True)  # rows no certificate judges stay
-    return gate_certified_part(decide(frame), decide, frame, PRECONDITION, converged_certificate(judged), passed, KEYS)
+    return gate_certified_part(decide(frame), decide, frame, PRECONDITION, converged_certificate(judged),
+                               _passed(frame, judged), KEYS)
+
+
+def _passed(frame: pd.DataFrame | None, judged: pd.DataFrame | None) -> pd.Series | None:
+    """Per row of `frame`: its run passed the certificate (rows no certificate judges, outside `judged`, pass)."""
+    if frame is None or judged is None or judged.empty:
+        return None
+    return certified(judged).reindex(frame.index, fill_value=True)
+
+
+def certified_part(frame: pd.DataFrame | None, judged: pd.DataFrame | None = None) -> pd.DataFrame | None:
+    """The runs of `frame` whose configuration has every run certified: what a shape law reads when its check
+    was decided on the certified part (its `measured` has `withheld_configurations`); for figures."""
+    passed = _passed(frame, frame if judged is None else judged)
+    return frame if passed is None else frame[certified_configurations(frame, passed, KEYS)]
 
 
 def _with_reason(check: Check, outcomes: dict[str, str], what: str) -> Check:
