@@ -64,8 +64,10 @@ TRAIN_KEYS = ("T_train", "tokens_per_swap", "d_model", "layers", "heads", "mlp_r
 DEFAULTS = {"tokens_per_swap": 1, "adam_betas": [0.9, 0.999], "curriculum_start": None, "check_every": 50,
             "check_batches": 2, "promote_accuracy": 0.95, "stop_accuracy": 0.99, "stop_checks": 10,
             "mixed_lengths": False, "positional": "rotary", "schedule": "cosine", "stage_steps": None,
-            "readout_temperature": False, "follow_multiplier": None, "follow_checks": 10, "follow_gain": 0.01}
-RECIPE_KEYS = ("mixed_lengths", "positional", "schedule", "stage_steps", "readout_temperature", "follow_multiplier")
+            "readout_temperature": False, "follow_multiplier": None, "follow_checks": 10, "follow_gain": 0.01,
+            "embed_std": None}
+RECIPE_KEYS = ("mixed_lengths", "positional", "schedule", "stage_steps", "readout_temperature", "follow_multiplier",
+               "embed_std")
 EXPERIMENTS = ("S1", "S2", "S3", "S4", "S5")
 READOUTS = {
     "rotary": {"positional": "rotary", "readout_temperature": False},
@@ -333,6 +335,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     model = BatchedLM(init_seeds, [g["mixer"] for g in grid], vocab=vocab_size(n, form), d_model=spec["d_model"],
                       n_layers=spec["layers"], n_heads=spec["heads"], mlp_ratio=spec["mlp_ratio"],
                       positional=spec["positional"], readout_temperature=bool(spec["readout_temperature"]),
+                      embed_std=spec["embed_std"],
                       max_len=form * spec["T_train"] * max(spec["test_multipliers"]) + 1).to(device)
     gens = [_generator(context.seed, g["seed"], n, 0) for g in grid]
     check_gens = [_generator(context.seed, g["seed"], n, 2) for g in grid]

@@ -121,12 +121,13 @@ class BatchedLM(nn.Module):
     'rotary' (rotary q/k in softmax mixers only), 'rotary_all' (rotary q/k in every mixer) or 'none'.
     short_conv = W > 0 adds a width-W causal depthwise convolution to every block (see MixerBlock),
     for the models marked True in `conv_models` (None: every model). readout_temperature=True gives every
-    block a learned inverse temperature per model and head on its softmax readout (see MixerBlock)."""
+    block a learned inverse temperature per model and head on its softmax readout (see MixerBlock). embed_std is
+    the standard deviation of the token and position tables (None: 0.02·√d_model)."""
 
     def __init__(self, seeds, mixers, *, vocab: int, d_model: int, n_layers: int, n_heads: int = 1,
                  max_len: int = 512, mlp_ratio: int = 4, positional: str = "learned", short_conv: int = 0,
                  short_conv_on: str = "qkv", conv_models=None, tie_embeddings: bool = False,
-                 readout_temperature: bool = False):
+                 readout_temperature: bool = False, embed_std: float | None = None):
         super().__init__()
         if len(mixers) != len(seeds):
             raise ValueError("one mixer name per model")
@@ -134,9 +135,12 @@ class BatchedLM(nn.Module):
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         n = len(seeds)
         self.positional = positional
-        self.embed = BatchedEmbedding(seeds, vocab, d_model, salt=11, std=0.02 * d_model**0.5)
+        # Scale of the token and position tables: by default 0.02·√d_model; the swap task's Transformer needs
+        # nn.Embedding's N(0, 1) (embed_std=1.0) to learn past 4 swaps (stuck there at 0.02·√d, issue 22).
+        std = 0.02 * d_model**0.5 if embed_std is None else float(embed_std)
+        self.embed = BatchedEmbedding(seeds, vocab, d_model, salt=11, std=std)
         if positional == "learned":
-            self.position = BatchedEmbedding(seeds, max_len, d_model, salt=13, std=0.02 * d_model**0.5)
+            self.position = BatchedEmbedding(seeds, max_len, d_model, salt=13, std=std)
         self.blocks = nn.ModuleList(
             MixerBlock(seeds, mixers, d_model, n_heads, mlp_ratio, positional, salt=100 * (i + 1),
                        short_conv=short_conv, short_conv_on=short_conv_on, conv_models=conv_models,
