@@ -300,6 +300,25 @@ def test_aot_vs_mlp(rng):
     assert verdict(claim.aot_vs_mlp, behind) == NOT_REPRODUCED
 
 
+@pytest.mark.parametrize("rng", RNGS)
+def test_an_mlp_still_learning_can_only_widen_its_lead(rng):
+    """The MLP ahead while its runs are still learning: 'not reproduced' stands (more training raises the MLP).
+    The AoT ahead with the MLP still learning, or an AoT run still learning, stays withheld: that side could
+    still move against the decision."""
+    measured = {1: (0.05, 0.05), 6: (0.152, 0.235), 11: (0.225, 0.382), 16: (0.303, 0.458)}
+    behind = a5_table(lambda h: measured[h][0], lambda h: measured[h][1], rng=rng)
+    good = behind.assign(loss_drop_last10=0.003)
+    mlp_moving = good.assign(loss_drop_last10=np.where(good["model"] == "mlp", 0.2, 0.003))
+    result = claim.mlp_ahead_stands(mlp_moving)
+    assert result.verdict == NOT_REPRODUCED and "can only widen its lead" in result.reason
+    aot_moving = good.assign(loss_drop_last10=np.where(good["model"] == "aot", 0.2, 0.003))
+    assert claim.mlp_ahead_stands(aot_moving).verdict == INCONCLUSIVE
+    ahead = a5_table(lambda h: 0.02 + 0.03 * h, lambda h: 0.02 + 0.02 * h, rng=rng)
+    ahead = ahead.assign(loss_drop_last10=np.where(ahead["model"] == "mlp", 0.2, 0.003))
+    assert claim.mlp_ahead_stands(ahead).verdict == INCONCLUSIVE
+    assert claim.mlp_ahead_stands(good).verdict == NOT_REPRODUCED  # all certified: the plain decision
+
+
 def test_aot_vs_mlp_inside_the_seed_spread_is_not_resolved():
     tie = a5_table(lambda h: 0.02 + 0.03 * h, lambda h: 0.02 + 0.03 * h + 0.002, sd=0.02)
     check = claim.aot_vs_mlp(tie)

@@ -664,6 +664,14 @@ def test_frontier_falsification_and_boundary_fallback():
     # no length learned at n ≤ 4 (the positive control failed): withheld, never 'not reproduced'
     blind = claim.frontier(protocol_table(learned_n3=(0, 0, 0), learned_n5=(0, 0, 0)))
     assert blind.verdict == INCONCLUSIVE
+    # a depth whose control failed is left out; the depths with a control decide, either way
+    rest = claim.frontier(protocol_table(learned_n3=(4, 8, 8), learned_n4=(0, 8, 8), learned_n5=(0, 4, 4)))
+    assert rest.verdict == REPRODUCED and "left out" in rest.reason and "L1" in rest.measured["withheld_depths"]
+    rest_rival = claim.frontier(protocol_table(learned_n3=(4, 8, 8), learned_n4=(0, 8, 8), learned_n5=(0, 8, 8)))
+    assert rest_rival.verdict == NOT_REPRODUCED
+    # ... but one depth with a control is too few to decide without the others
+    lone = claim.frontier(protocol_table(learned_n3=(4, 0, 8), learned_n4=(0, 8, 8), learned_n5=(0, 0, 4)))
+    assert lone.verdict == INCONCLUSIVE and "positive control failed" in lone.reason
     # ... and boundary, withheld on S1 too, says why in distribution (which n was not learned)
     s1_blind = table({**cells("softmax", lambda n: chance(n), lambda n: chance(n), at_1t=lambda n: chance(n))},
                      stop_reason="max_steps")
@@ -730,3 +738,17 @@ def test_readout_axis_parts_cells_and_runs():
 
 def part_readout_name(part: str) -> str:
     return part.rsplit("-R", 1)[1]
+
+
+def test_embed_std_scales_the_tables_and_leaves_the_default_unchanged():
+    """embed_std sets the token and position tables' scale (the swap Transformer's N(0, 1), issue 22); None keeps
+    the LM's 0.02·√d_model draw bit for bit, so other claims' models start where they did."""
+    kw = dict(vocab=12, d_model=16, n_layers=1, n_heads=2, max_len=16, positional="learned")
+    default = BatchedLM([1, 2], ["softmax"] * 2, **kw)
+    same = BatchedLM([1, 2], ["softmax"] * 2, embed_std=0.02 * 16**0.5, **kw)
+    unit = BatchedLM([1, 2], ["softmax"] * 2, embed_std=1.0, **kw)
+    for table in ("embed", "position"):
+        base = getattr(default, table).weight
+        assert torch.equal(getattr(same, table).weight, base)
+        torch.testing.assert_close(getattr(unit, table).weight, base / (0.02 * 16**0.5))
+    assert 0.8 < float(unit.embed.weight.std()) < 1.2
