@@ -607,8 +607,9 @@ def test_recipe_run_records_depth_frontier_and_stage_budget():
 
 
 def protocol_table(former=0.99, transformer=(0.4, 0.45, 0.5), learned_n3=(16, 16, 16), learned_n5=(4, 4, 4),
-                   learned_n4=(8, 8, 8), former_reason="solved", former_steps=3000):
-    """Synthetic S4: DeltaFormer L1 and Transformers L1/L2/L4 at n = 3, 4, 5, T_train = 16 (one seed)."""
+                   learned_n4=(8, 8, 8), former_reason="solved", former_steps=3000, moving=()):
+    """Synthetic S4: DeltaFormer L1 and Transformers L1/L2/L4 at n = 3, 4, 5, T_train = 16 (one seed); the
+    Transformer runs settled on a plateau, except the (depth, n) in `moving` (still improving at the cap)."""
     rows = []
 
     def add(mixer, layers, n, acc, learned, reason, steps=3000):
@@ -620,9 +621,11 @@ def protocol_table(former=0.99, transformer=(0.4, 0.45, 0.5), learned_n3=(16, 16
         add("deltaformer_linear", 1, n, former, 16 if former >= 0.95 else 8, former_reason if n == 5 else "solved",
             former_steps)
     for i, depth in enumerate((1, 2, 4)):
-        add("softmax", depth, 3, 0.6, learned_n3[i], "max_steps")
-        add("softmax", depth, 4, 0.5, learned_n4[i], "max_steps")
-        add("softmax", depth, 5, transformer[i], learned_n5[i], "max_steps" if transformer[i] < 0.95 else "solved")
+        def reason(n, done=False):
+            return "solved" if done else "max_steps" if (depth, n) in moving else "plateau"
+        add("softmax", depth, 3, 0.6, learned_n3[i], reason(3))
+        add("softmax", depth, 4, 0.5, learned_n4[i], reason(4))
+        add("softmax", depth, 5, transformer[i], learned_n5[i], reason(5, transformer[i] >= 0.95))
     return pd.DataFrame(rows)
 
 
@@ -672,6 +675,15 @@ def test_frontier_falsification_and_boundary_fallback():
     # ... but one depth with a control is too few to decide without the others
     lone = claim.frontier(protocol_table(learned_n3=(4, 0, 8), learned_n4=(0, 8, 8), learned_n5=(0, 0, 4)))
     assert lone.verdict == INCONCLUSIVE and "positive control failed" in lone.reason
+    # a frontier ended by its budget while still improving decides only where it cannot overturn the outcome
+    short5 = dict(learned_n3=(8, 8, 8), learned_n4=(8, 8, 8), learned_n5=(4, 4, 4))
+    assert claim.frontier(protocol_table(**short5, moving=[(1, 3), (2, 4)])).verdict == REPRODUCED  # T* only grows
+    still = claim.frontier(protocol_table(**short5, moving=[(1, 5), (2, 5), (4, 5)]))
+    assert still.verdict == INCONCLUSIVE and "still improving" in still.reason  # n = 5 could reach T*
+    even = dict(learned_n3=(8, 8, 8), learned_n4=(8, 8, 8), learned_n5=(8, 8, 8))
+    assert claim.frontier(protocol_table(**even, moving=[(1, 5), (2, 5), (4, 5), (1, 3)])).verdict == NOT_REPRODUCED
+    assert claim.frontier(protocol_table(**even, moving=[(d, n) for d in (1, 2, 4) for n in (3, 4)])).verdict == \
+        INCONCLUSIVE  # T* could grow past n = 5's frontier
     # ... and boundary, withheld on S1 too, says why in distribution (which n was not learned)
     s1_blind = table({**cells("softmax", lambda n: chance(n), lambda n: chance(n), at_1t=lambda n: chance(n))},
                      stop_reason="max_steps")

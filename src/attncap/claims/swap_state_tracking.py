@@ -891,7 +891,22 @@ def frontier(frame: pd.DataFrame | None) -> Check:
             withheld.append(Certificate.fail(STILL_MOVING, f"{key} learned no length at n = {missed} (positive control "
                                              f"failed; {recipe(frame)})", [key]))
             continue
-        outcomes[key] = CLAIMED if by_n[5] < t_star else RIVAL
+        # A frontier ended by the length budget while still improving (stop_reason max_steps) could still move;
+        # only the side that could overturn the outcome must have settled: n = 5 for "shorter than T*" (T* can
+        # only grow), and for "n = 5 learned at T*" the n ≤ 4 runs setting T* (n = 5 can only grow).
+        settled = {int(r["n_objects"]): all(s in SETTLED for s in str(r["stop_reason"]).split())
+                   for _, r in rows.iterrows()}
+        setters = [n for n in FRONTIER_LOW if by_n[n] == t_star]
+        if by_n[5] < t_star and not settled[5]:
+            withheld.append(Certificate.fail(STILL_MOVING, f"{key}: n = 5 learned {by_n[5]} < T* = {t_star} but was "
+                                             f"still improving when its length budget ended ({recipe(frame)})", [key]))
+        elif by_n[5] >= t_star and not any(settled[n] for n in setters):
+            withheld.append(Certificate.fail(STILL_MOVING, f"{key}: n = 5 learned T* = {t_star}, but n = {setters} "
+                                             f"{'was' if len(setters) == 1 else 'were'} still improving at the next "
+                                             f"length when the budget ended, so T* may be longer ({recipe(frame)})",
+                                             [key]))
+        else:
+            outcomes[key] = CLAIMED if by_n[5] < t_star else RIVAL
     check.measured = {**measured, "recipe": recipe(frame)}
     withheld = Certificate.combine(withheld)
     precondition = (f"each depth learned some length at every n ≤ 4 (its positive control); a depth without it is "
