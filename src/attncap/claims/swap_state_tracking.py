@@ -909,15 +909,17 @@ def frontier(frame: pd.DataFrame | None) -> Check:
             outcomes[key] = CLAIMED if by_n[5] < t_star else RIVAL
     check.measured = {**measured, "recipe": recipe(frame)}
     withheld = Certificate.combine(withheld)
-    precondition = (f"each depth learned some length at every n ≤ 4 (its positive control); a depth without it is "
-                    f"left out when at least {FRONTIER_MIN_DEPTHS} depths have it")
+    precondition = (f"each depth learned some length at every n ≤ 4 (its positive control), and the runs that "
+                    f"could overturn its outcome settled; a depth short of either is left out when at least "
+                    f"{FRONTIER_MIN_DEPTHS} depths decide")
     if withheld.ok or MISSING in withheld.kinds or len(outcomes) < FRONTIER_MIN_DEPTHS:
         return _settle(check, outcomes, withheld, precondition, "frontier comparisons")
     # A depth whose control failed is no evidence either way (its n = 5 failure is what a depth that learns
-    # nothing also shows); the depths that passed their control decide, and the reason names the others.
+    # nothing also shows), nor is one whose outcome more budget could overturn; the other depths decide, and
+    # the reason names the ones left out.
     check = _settle(check, outcomes, Certificate(), precondition, "frontier comparisons")
     check.measured["withheld_depths"] = withheld.text
-    check.reason = f"decided on the depths with a positive control ({', '.join(outcomes)}); left out: {withheld.text}"
+    check.reason = f"decided on depths {', '.join(outcomes)}; left out: {withheld.text}"
     return check
 
 
