@@ -99,3 +99,13 @@ def test_a_written_reference_compares_equal_to_its_run(tmp_path, capsys):
 def test_a_folder_without_verdicts_is_a_clear_error(tmp_path, capsys):
     assert main([str(tmp_path), str(tmp_path)]) == 2
     assert "no claims/ folder" in capsys.readouterr().err
+
+
+def test_a_reference_names_every_revision_its_tables_were_run_at(tmp_path):
+    """A partial re-run leaves tables from two commits: the claim documents list both, and the reference
+    names each revision once."""
+    later = copy.deepcopy(_doc("d"))
+    later["provenance"]["git_revision"] = "abc, def"
+    results = _write(tmp_path, "results", [_doc("c"), later])
+    target = write_reference(results, tmp_path / "reference" / "smoke", figures=[])
+    assert json.loads((target / "provenance.json").read_text())["git_revision"] == "abc, def"

@@ -183,7 +183,8 @@ def write_reference(results, target, *, figures: list[str] = (), wall_time_s: fl
         if len(lines) > 1:
             job_seconds += float(lines[1].split("\t")[0])
     tiers = sorted({d["tier"] for d in documents.values()})
-    revisions = sorted({d.get("provenance", {}).get("git_revision", "unknown") for d in documents.values()})
+    revisions = sorted({r for d in documents.values()
+                        for r in d.get("provenance", {}).get("git_revision", "unknown").split(", ")})
     provenance = {
         "tier": ", ".join(tiers), "git_revision": ", ".join(revisions),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),

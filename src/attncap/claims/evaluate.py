@@ -126,6 +126,10 @@ def evaluate_claim(claim: str, paths, *, tier: str, json_path, summary_path, sec
             provenance = {k: str(frame[k].iloc[0]) for k in frame.columns
                           if k in ("git_revision", "device", "python") or k.startswith("version_")}
             break
+    # tables re-run at a later commit (a partial re-run) carry their own revision: name every one
+    revisions = sorted({str(r) for frame in tables.values() if "git_revision" in frame for r in frame["git_revision"]})
+    if revisions:
+        provenance["git_revision"] = ", ".join(revisions)
     document = claim_document(claim, module.TITLE, tier, checks, provenance)
     write_json(document, json_path)
     write_csv(pd.DataFrame(document["checks"]).astype({"measured": str}), summary_path)
