@@ -471,11 +471,14 @@ if len(s4):
     protocol = protocol.join(frontier.pivot_table(index="model", columns="n_objects", values="learned_T").rename(
         columns=lambda n: f"frontier n={n}"))
     fig, ax = plotting.figure(width=6.4)
-    for model, rows in frontier.groupby("model"):
-        ax.plot(rows["n_objects"], rows["learned_T"].clip(lower=0.5 * rows["learned_T"][rows["learned_T"] > 0].min()
+    models = list(frontier.groupby("model"))
+    for i, (model, rows) in enumerate(models):
+        dodge = (i - (len(models) - 1) / 2) * 0.05  # equal frontiers of several models stay visible side by side
+        ax.plot(rows["n_objects"] + dodge, rows["learned_T"].clip(lower=0.5 * rows["learned_T"][rows["learned_T"] > 0].min()
                                                           if (rows["learned_T"] > 0).any() else 1),
                 marker="o", label=model)
     ax.set_yscale("log", base=2)
+    ax.set_xticks(sorted(frontier["n_objects"].unique()))
     ax.axvline(4.5, ls=":", color="grey", label="S_4 / S_5")
     plotting.label(ax, "In-distribution frontier (longest length learned; bottom = none)", "objects n",
                    "longest training length learned", legend_title="model")
