@@ -913,7 +913,10 @@ def frontier(frame: pd.DataFrame | None) -> Check:
                     f"could overturn its outcome settled; a depth short of either is left out when at least "
                     f"{FRONTIER_MIN_DEPTHS} depths decide")
     if withheld.ok or MISSING in withheld.kinds or len(outcomes) < FRONTIER_MIN_DEPTHS:
-        return _settle(check, outcomes, withheld, precondition, "frontier comparisons")
+        check = _settle(check, outcomes, withheld, precondition, "frontier comparisons")
+        if check.verdict != INCONCLUSIVE and not withheld.ok:  # a rival on the decided depths stands (`_settle`)
+            check.reason = f"decided on depth {', '.join(outcomes)}; left out: {withheld.text}"
+        return check
     # A depth whose control failed is no evidence either way (its n = 5 failure is what a depth that learns
     # nothing also shows), nor is one whose outcome more budget could overturn; the other depths decide, and
     # the reason names the ones left out.
