@@ -669,13 +669,13 @@ def test_frontier_falsification_and_boundary_fallback():
     assert blind.verdict == INCONCLUSIVE
     # a depth whose control failed is left out; the depths with a control decide, either way
     rest = claim.frontier(protocol_table(learned_n3=(4, 8, 8), learned_n4=(0, 8, 8), learned_n5=(0, 4, 4)))
-    assert rest.verdict == REPRODUCED and "left out" in rest.reason and "L1" in rest.measured["withheld_depths"]
+    assert rest.verdict == REPRODUCED and "left out" in rest.reason and "L1" in rest.measured["withheld"]
     rest_rival = claim.frontier(protocol_table(learned_n3=(4, 8, 8), learned_n4=(0, 8, 8), learned_n5=(0, 8, 8)))
     assert rest_rival.verdict == NOT_REPRODUCED
     # a rival on one decided depth stands, naming the depths left out
     one_rival = claim.frontier(protocol_table(learned_n3=(4, 8, 4), learned_n4=(4, 4, 8), learned_n5=(4, 4, 8),
                                               moving=[(2, 3), (2, 4), (4, 3)]))
-    assert one_rival.verdict == NOT_REPRODUCED and "decided on depth L1" in one_rival.reason
+    assert one_rival.verdict == NOT_REPRODUCED and "decided on depth L1;" in one_rival.reason
     assert "L2" in one_rival.reason and "L4" in one_rival.reason
     # ... but one depth with a control is too few to decide the claimed side without the others
     lone = claim.frontier(protocol_table(learned_n3=(4, 0, 8), learned_n4=(0, 8, 8), learned_n5=(0, 0, 4)))
