@@ -150,6 +150,17 @@ def test_boundary_seeds_apply_only_at_boundary_n():
     assert experiment.parse_part("n4-deltanet_02") == (4, "deltanet_02")
 
 
+def test_a_mixer_can_have_its_own_seeds():
+    spec = dict(SMALL, n_objects=[3, 4], boundary_n=[4], seeds_by_mixer={"deltanet_02": [0, 1, 2]})
+    assert [g["seed"] for g in experiment.model_grid("S1", spec, 3, "deltanet_02")] == [0, 1, 2]
+    assert [g["seed"] for g in experiment.model_grid("S1", spec, 4, "deltanet_02")] == [0, 1, 2]
+    assert [g["seed"] for g in experiment.model_grid("S1", spec, 3, "softmax")] == [0]
+    assert len(experiment.model_grid("S1", spec, 3)) == 4
+    assert experiment.expected_cells({"S1": spec})["S1_n3-deltanet_02"][-1]["seed"] == 2
+    assert experiment.check_config({"S1": dict(spec, seeds_by_mixer={"nope": [0]}, d_model=8, heads=2, warmup_steps=1,
+                                               steps=2, test_multipliers=[1, 2, 4])})
+
+
 def test_curriculum_doubles_up_to_t_train():
     assert experiment.curriculum(dict(T_train=32, curriculum_start=8)) == [8, 16, 32]
     assert experiment.curriculum(dict(T_train=24, curriculum_start=8)) == [8, 16, 24]

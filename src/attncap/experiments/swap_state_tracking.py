@@ -142,15 +142,17 @@ def part_readout(part: str) -> str | None:
 def model_grid(experiment: str, spec: dict, n: int, mixer: str | None = None, layers: int | None = None,
                readout: str | None = None) -> list[dict]:
     """[{mixer, seed}] trained at n objects (one mixer, or all), ordered by mixer (the LM runs equal
-    mixers together). `boundary_n` cells get `boundary_seeds`. With a depth (`layers`, from the part) or a
+    mixers together). `boundary_n` cells get `boundary_seeds`; a mixer in `seeds_by_mixer` gets its own seeds
+    there instead (more seeds where only its seed spread is missing). With a depth (`layers`, from the part) or a
     readout variant the entries carry it, so the run tables' `layers` / `readout` columns tell them apart."""
     if experiment not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {experiment!r} for swap_state_tracking; known: {', '.join(EXPERIMENTS)}")
     mixers = [mixer] if mixer is not None else list(spec["models"])
     seeds = spec["boundary_seeds"] if n in spec.get("boundary_n", []) else spec["seeds"]
+    own = spec.get("seeds_by_mixer") or {}
     depth = {} if layers is None else {"layers": int(layers)}
     depth = depth if readout is None else {**depth, "readout": str(readout)}
-    return [{"mixer": m, "seed": int(s), **depth} for m in mixers for s in seeds]
+    return [{"mixer": m, "seed": int(s), **depth} for m in mixers for s in own.get(m, seeds)]
 
 
 def curriculum(spec: dict) -> list[int]:
@@ -498,6 +500,9 @@ def check_config(section: dict) -> list[str]:
             for readout in readouts_of(spec, name) or []:
                 if readout not in READOUTS:
                     problems.append(f"{exp}.readouts: unknown readout {readout!r}; known: {sorted(READOUTS)}")
+        for name in spec.get("seeds_by_mixer") or {}:
+            if name not in spec.get("models", []):
+                problems.append(f"{exp}.seeds_by_mixer: {name!r} is not in models={spec.get('models')}")
         missing = sorted(set(spec.get("boundary_n", [])) - set(spec["n_objects"]))
         if missing:
             problems.append(f"{exp}.boundary_n: {missing} not in n_objects={spec['n_objects']}")
