@@ -563,7 +563,8 @@ display(readout_table.round(3))
 # paper's protocol (S4, T = 16, n = 5) the 1-layer DeltaFormer ≥ 0.95 and no Transformer depth reaches it
 # within the same budget / some depth does (depth helps), or DeltaFormer settles below; **boundary**, where S1's
 # Transformer never learned T_train, is decided in distribution on S4: at the longest length T* each depth
-# learns for every n ≤ 4, n = 5 is not learned / it is. **control** (the recipe
+# learns for every n ≤ 4, n = 5 is not learned / it is (a depth decides only where no run still improving at its
+# length budget could overturn the outcome; the others are named in the reason). **control** (the recipe
 # trains a Transformer at T_train = 4) and **sanity** (every model learns n = 3) are sanity checks of this
 # project's set-up, counted apart from the claim checks.
 
