@@ -89,10 +89,14 @@ def test_gate_withholds_on_failure_and_keeps_only_soft_lower_bound_passes():
     hard = Certificate.fail(DIVERGED, "diverged: a")
     assert gate(check(), "p", CERTIFIED).verdict == REPRODUCED
     assert gate(check(), "p", soft).verdict == INCONCLUSIVE
-    kept = gate(check(), "p", soft, lower_bound=True)
+    kept = gate(check(), "p", soft, stands=REPRODUCED)
     assert kept.verdict == REPRODUCED and kept.reason.startswith("passes although")
-    assert gate(check(), "p", hard, lower_bound=True).verdict == INCONCLUSIVE
-    assert gate(check(NOT_REPRODUCED), "p", soft, lower_bound=True).verdict == INCONCLUSIVE
+    assert gate(check(), "p", hard, stands=REPRODUCED).verdict == INCONCLUSIVE
+    assert gate(check(NOT_REPRODUCED), "p", soft, stands=REPRODUCED).verdict == INCONCLUSIVE
+    refuted = gate(check(NOT_REPRODUCED), "p", soft, stands=NOT_REPRODUCED)
+    assert refuted.verdict == NOT_REPRODUCED and refuted.reason.startswith("stands although")
+    assert gate(check(), "p", soft, stands=NOT_REPRODUCED).verdict == INCONCLUSIVE
+    assert gate(check(NOT_REPRODUCED), "p", hard, stands=NOT_REPRODUCED).verdict == INCONCLUSIVE
     with pytest.raises(TypeError):
         gate(check(), "p", "under-trained: a")
 

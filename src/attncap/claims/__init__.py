@@ -275,13 +275,15 @@ def certify(frame, label: Sequence[str], *, accuracy: str | None = "train_accura
     return Certificate(tuple(parts))
 
 
-def gate(check: Check, precondition: str, certificate: Certificate, *, lower_bound: bool = False) -> Check:
+def gate(check: Check, precondition: str, certificate: Certificate, *, stands: str | None = None) -> Check:
     """Record a trained check's precondition; if the `certificate` failed, the verdict becomes
     inconclusive with its text as the reason (the measured numbers stay).
 
-    lower_bound=True is only for checks of the form "trained models reach at least X" (not slopes, not
-    comparisons): more training can only raise the measurement, so a pass by runs whose only failures
-    are soft (under-trained, still moving) stands, and any other verdict is withheld.
+    `stands` names the one verdict that more training of the failing runs can only strengthen, when that is
+    known: REPRODUCED for checks of the form "trained models reach at least X" (not slopes, not comparisons:
+    more training can only raise the measurement), NOT_REPRODUCED for a comparison whose uncertified runs are
+    all on the side already ahead. That verdict stands when every failure is soft (under-trained, still
+    moving), its reason saying so; any other verdict is withheld.
     """
     if not isinstance(certificate, Certificate):
         raise TypeError(f"gate() takes a Certificate, not {type(certificate).__name__}")
@@ -289,8 +291,8 @@ def gate(check: Check, precondition: str, certificate: Certificate, *, lower_bou
     if certificate.ok:
         return check
     certificate = certificate.merged()
-    if lower_bound and certificate.soft and check.verdict == REPRODUCED:
-        check.reason = f"passes although {certificate.text}"
+    if stands is not None and certificate.soft and check.verdict == stands:
+        check.reason = f"{'passes' if stands == REPRODUCED else 'stands'} although {certificate.text}"
     else:
         check.verdict = INCONCLUSIVE
         check.reason = certificate.text

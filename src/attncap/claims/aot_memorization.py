@@ -143,7 +143,7 @@ def checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
     return [
         # true lower bounds ("trained models store at least X"): a pass by runs that could still improve stands
         gate(above_bound(pd.concat(bound_runs, ignore_index=True) if bound_runs else None), PRECONDITION,
-             cert(*bound_runs), lower_bound=True),
+             cert(*bound_runs), stands=REPRODUCED),
         # the shape laws withhold only the configurations with an uncertified run, and decide on the rest if
         # it can (gate_certified_part): at the default tier the largest models are still learning at the cap
         decided_on_certified(linear_in_heads, a1),
@@ -152,7 +152,7 @@ def checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
         decided_on_certified(head_dim_scaling, a2, shared(a2)),
         decided_on_certified(two_regimes, a3, shared(a3)),
         decided_on_certified(slope_exponent, a1),
-        gate(d2_bound(a6), PRECONDITION, cert(a6), lower_bound=True),
+        gate(d2_bound(a6), PRECONDITION, cert(a6), stands=REPRODUCED),
         decided_on_certified(d2_slope, a6),
         decided_on_certified(aot_linear_in_parameters, a5, aot_a5),
         mlp_ahead_stands(a5),
@@ -675,18 +675,20 @@ def aot_vs_mlp(a5: pd.DataFrame | None) -> Check:
 def mlp_ahead_stands(a5: pd.DataFrame | None) -> Check:
     """`aot_vs_mlp` gated on the converged arm's certificate, knowing which way training moves it: memorization
     of a fixed set only grows while the loss falls, so an MLP still learning (a soft failure) is a lower bound on
-    the MLP. When the MLP is ahead at every budget and every uncertified run is an MLP run still learning, more
-    training can only widen its lead and "not reproduced" stands. Any other case (the AoT ahead, or an AoT run
-    uncertified: the claimed side could still gain) is withheld as a shape law (`decided_on_certified`)."""
-    ungated = aot_vs_mlp(a5)
-    if a5 is not None and ungated.verdict == NOT_REPRODUCED and "model" in a5:
-        cert = converged_certificate(a5)
-        failing = a5[~certified(a5)]
-        if not cert.ok and cert.soft and len(failing) and bool((failing["model"] == "mlp").all()):
-            ungated.precondition = PRECONDITION
-            ungated.reason = ("the MLP is ahead at every budget although its runs are still learning, which can only "
-                              f"widen its lead ({cert.merged().text})")
-            return ungated
+    the MLP. When every AoT run is certified, the MLP runs alone are the gate and "not reproduced" (the MLP ahead
+    at every budget) stands on them (`gate(stands=NOT_REPRODUCED)`): more training can only widen its lead. Any
+    other case (the AoT ahead, or an AoT run uncertified: the claimed side could still gain) is withheld as a
+    shape law (`decided_on_certified`)."""
+    if a5 is not None and "model" in a5:
+        aot, mlp = (a5[a5["model"] == m] for m in ("aot", "mlp"))
+        mlp_cert = converged_certificate(mlp)
+        if len(aot) and converged_certificate(aot).ok:
+            check = gate(aot_vs_mlp(a5), PRECONDITION, mlp_cert, stands=NOT_REPRODUCED)
+            if check.verdict == NOT_REPRODUCED:
+                if not mlp_cert.ok:
+                    check.reason = ("the MLP is ahead at every budget although its runs are still learning, which "
+                                    f"can only widen its lead ({mlp_cert.merged().text})")
+                return check
     return decided_on_certified(aot_vs_mlp, a5)
 
 

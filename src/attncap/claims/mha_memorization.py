@@ -53,8 +53,8 @@ def certificate(*frames) -> Certificate:
     return certify(runs, [c for c in LABEL if c in runs], **CERTIFY)
 
 
-def _certified(check: Check, *frames, lower_bound: bool = False) -> Check:
-    return gate(check, PRECONDITION, certificate(*frames), lower_bound=lower_bound)
+def _certified(check: Check, *frames, stands: str | None = None) -> Check:
+    return gate(check, PRECONDITION, certificate(*frames), stands=stands)
 
 
 def deciding_runs(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -193,7 +193,7 @@ def check_fit_at_bound(table, exp: str) -> Check:
                           rival=rival)
             return gate(check, PRECONDITION, stuck + (certificate(decided) if len(decided) else Certificate()))
     return _certified(Check(f"{exp}.fit_at_bound", statement, source, measured, expected, rule, verdict, rival=rival),
-                      decided, lower_bound=True)
+                      decided, stands=REPRODUCED)
 
 
 def _name(row) -> str:

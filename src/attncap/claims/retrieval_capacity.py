@@ -562,7 +562,7 @@ def _gated(check: Check, outcomes: dict[str, str], withheld: Certificate, what: 
     the items withheld: a rival decided on certified runs stands (the withheld items cannot undo it);
     otherwise withheld items make it inconclusive (`gate`), and so do decisions not resolved. `passing`:
     the (soft) certificate of runs that still improve but already pass a lower bound, counted in
-    `outcomes`; their pass stands with the reason saying so (`gate(..., lower_bound=True)`)."""
+    `outcomes`; their pass stands with the reason saying so (`gate(..., stands=REPRODUCED)`)."""
     check.verdict = tally(outcomes, every=every)
     check.precondition = PRECONDITION
     if check.verdict in (NOT_REPRODUCED, PARTIALLY):
@@ -574,7 +574,7 @@ def _gated(check: Check, outcomes: dict[str, str], withheld: Certificate, what: 
     if check.verdict == INCONCLUSIVE:
         check.reason = not_resolved_reason(what, detail or "no certified cells")
     elif passing is not None and not passing.ok:
-        gate(check, PRECONDITION, passing, lower_bound=True)
+        gate(check, PRECONDITION, passing, stands=REPRODUCED)
     return check
 
 
