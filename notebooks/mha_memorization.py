@@ -359,8 +359,8 @@ fits
 #   out of the keys, scores / √d, d_v = 1, W_O, linear readout); Xavier init for the head weights, PyTorch's Linear
 #   init elsewhere; seeds of one cell train side by side on the model axis.
 # * Training: full-batch Adam, linear warm-up then cosine decay to 10% of the peak (the authors anneal to 0; a rate
-#   that vanished cannot certify a plateau), a run not settled at the budget continues at that rate for up to 20%
-#   more steps; no weight decay or clipping; early stop once every model of a cell fits its data (100% accuracy, or relative MSE ≤ `stop_rel_mse` for M6). Accuracy and MSE
+#   that vanished cannot certify a plateau), a run not settled at the budget continues at that rate up to the
+#   tier's `continue_cap` (4 budgets at the default tier, 1.2 at the smoke tier); no weight decay or clipping; early stop once every model of a cell fits its data (100% accuracy, or relative MSE ≤ `stop_rel_mse` for M6). Accuracy and MSE
 #   are those of the best step (the reference keeps its best checkpoint); the final-step values are in the CSVs.
 # * d_h = 16 (= 2n, inside the plateau) for M2, M5, M6 to halve the CPU cost; d_h = d = 32 for M3 so that n up to 24
 #   is not limited by d_h. `T_max_per_head` drops T values far above what H heads can fit (T > 128·H), where only

@@ -28,7 +28,7 @@ most it can ever hold, so more training cannot change it and no plateau is asked
 PRECONDITION = (f"every run the measurement depends on is finite, trained with a budget of ≥ {MIN_STEPS} steps, and "
                 f"either fitted all its labels (saturated) or its loss settled: fell < {PLATEAU_DROP:.0%} over the "
                 "last 10% of its steps per unit of learning rate (runs not settled at the budget continue at the "
-                "schedule's final rate, 10% of the peak, for up to 20% more steps)")
+                "schedule's final rate, 10% of the peak, up to the tier's cap, `continue_cap` budgets: 4 at the default tier)")
 CERTIFY = dict(accuracy="accuracy", threshold=None, loss="final_train_loss", loss_drop="loss_drop_last10",
                lr_fraction="lr_last10", saturated=SATURATED, min_steps=MIN_STEPS)
 """The arguments of every claim-3 `certify` call; `run_status` (and the experiment's `status` column) use
