@@ -369,6 +369,25 @@ def test_grouping_does_not_change_a_seed_result():
     assert together[1]["fit_step"] == alone[0]["fit_step"]
 
 
+def test_continue_cap_bounds_the_continuation():
+    """A run unsettled at its budget goes on at the final rate up to `continue_cap` budgets, and no further;
+    continue_cap = 1 stops every run at the budget."""
+    from attncap.experiments.context import RunContext
+
+    spec = {**_smoke()["mha_memorization"]["M2"], "steps": 150, "saturation": {"threshold": 0.99, "bins": 5}}
+    ctx = RunContext(claim="mha_memorization", experiment="M2", seed=0, device="cpu", threads=1, tier="test")
+    cell = {"n": 4, "heads": 1, "d_head": 8, "T": 64, "seeds": [0, 1]}  # far above capacity: never saturates
+    stopped = exp.train_group({**spec, "continue_cap": 1}, "M2", cell, ctx)
+    continued = exp.train_group({**spec, "continue_cap": 3}, "M2", cell, ctx)
+    assert [r["steps_run"] for r in stopped] == [150, 150]
+    for before, after in zip(stopped, continued):
+        assert 150 <= after["steps_run"] <= 450
+        assert after["continued_steps"] == after["steps_run"] - 150
+        assert not after["capped"] or after["steps_run"] == 450
+        assert after["loss_curve"].split()[0] == before["loss_curve"].split()[0]  # same start: same data and init
+    assert any(r["steps_run"] > 150 for r in continued)  # seed 1 still falls at 150 steps: it goes on (to 405)
+
+
 def test_nonshared_inside_the_seed_spread_is_not_resolved():
     """The issue's case: at H = 1 non-shared 32.3 vs shared 32.0 on one machine and 31.3 vs 33.0 on another;
     with 3 seeds the spread exceeds either difference, so neither side may be declared."""
