@@ -617,6 +617,26 @@ def test_recipe_run_records_depth_frontier_and_stage_budget():
     pd.testing.assert_frame_equal(rows[["acc", "final_train_loss", "steps_run"]], again[["acc", "final_train_loss", "steps_run"]])
 
 
+def test_stage_cap_continues_a_length_only_while_its_loss_falls(monkeypatch):
+    """Past `stage_steps` a length not learned goes on while the plateau rule says the loss still falls, and
+    stops at `stage_cap`; a settled loss stops at `stage_steps` (the plateau rule itself is tested in test_claims)."""
+    from attncap.claims import LEARNED, STILL_MOVING
+
+    spec = dict(SMALL, n_objects=[5], models=["softmax"], depths=[1], positional="learned", schedule="constant",
+                stage_steps=10, stage_cap=25, steps=100, curriculum_start=8, T_train=8, check_every=5)
+    ctx = RunContext.create(claim="swap_state_tracking", experiment="S4", part="n5-softmax-L1", tier="test")
+
+    def steps_with(status):
+        monkeypatch.setattr(experiment, "learning_status", lambda *a, **k: status)
+        rows = experiment.run("S4", spec, ctx)
+        return rows.loc[rows["test_multiplier"] == 1, "steps_run"].tolist()
+
+    assert steps_with(STILL_MOVING) == [25]
+    assert steps_with(LEARNED) == [10]
+    monkeypatch.setattr(experiment, "learning_status", lambda *a, **k: STILL_MOVING)
+    assert experiment.run("S4", {**spec, "stage_cap": None}, ctx).loc[0, "steps_run"] == 10  # no cap: the budget
+
+
 def protocol_table(former=0.99, transformer=(0.4, 0.45, 0.5), learned_n3=(16, 16, 16), learned_n5=(4, 4, 4),
                    learned_n4=(8, 8, 8), former_reason="solved", former_steps=3000, moving=()):
     """Synthetic S4: DeltaFormer L1 and Transformers L1/L2/L4 at n = 3, 4, 5, T_train = 16 (one seed); the

@@ -766,9 +766,13 @@ def recipe(frame: pd.DataFrame | None, mixer: str = TRANSFORMER) -> str:
         parts.append(f"{row.get('schedule', 'cosine')} lr {float(row['lr']):g} after warm-up")
     if "curriculum_start" in row and pd.notna(row["curriculum_start"]):
         parts.append(f"curriculum {int(row['curriculum_start'])} → {int(row['T_train'])} swaps")
-    budget = row.get("stage_steps")
+    budget, cap = row.get("stage_steps"), row.get("stage_cap")
     if budget is not None and pd.notna(budget):
-        parts.append(f"at most {int(budget)} steps per length (the cap), {int(row['steps'])} in all")
+        if cap is not None and pd.notna(cap) and cap > budget:
+            parts.append(f"{int(budget)} steps per length, up to {int(cap)} while the loss still falls (the cap), "
+                         f"{int(row['steps'])} in all")
+        else:
+            parts.append(f"at most {int(budget)} steps per length (the cap), {int(row['steps'])} in all")
     return ", ".join(parts)
 
 

@@ -17,7 +17,9 @@ uniformly random length 1..L: for a causal model that is a sequence of that leng
 rotary (default), learned absolute positions (in-distribution only: positions beyond T_train are never
 trained) or none, `schedule` the learning-rate decay after warm-up (cosine or constant), `stage_steps` a
 budget per curriculum length (a model that has not learned its current length within it stops there;
-`learned_T` records the longest length a held-out check passed at `promote_accuracy`), and `depths`
+`learned_T` records the longest length a held-out check passed at `promote_accuracy`), `stage_cap` how far
+past that budget a model whose loss at this length is still falling may go on (the plateau rule of
+`learning_status` over its steps at this length, checked every `check_every` steps), and `depths`
 a per-part depth axis (a list for every model, or {mixer: [depths]}; part names gain "-L<depth>").
 `follow_multiplier` (m) keeps a model training after it solved T_train, checking its accuracy at m·T_train
 (last quarter of the swaps, own held-out stream) until that settles: `follow_checks` consecutive checks ≥
@@ -43,7 +45,8 @@ from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM, masked_token_loss
 from attncap.models.mixers import BETA_MAX, MIXERS
 from attncap.tasks.swap_state_tracking import IGNORE, contents_after, query_offset, sample, step_positions, vocab_size
-from attncap.train import TrainSettings, final_loss, loss_curve, plateau_drop, tail_lr_fraction, train_batched
+from attncap.train import (TrainSettings, final_loss, loss_curve, lr_factor, plateau_drop, tail_lr_fraction,
+                           train_batched)
 
 MODEL_LABELS = {
     "softmax": "Transformer",
@@ -63,11 +66,11 @@ TRAIN_KEYS = ("T_train", "tokens_per_swap", "d_model", "layers", "heads", "mlp_r
               "check_every", "promote_accuracy", "stop_accuracy", "stop_checks")
 DEFAULTS = {"tokens_per_swap": 1, "adam_betas": [0.9, 0.999], "curriculum_start": None, "check_every": 50,
             "check_batches": 2, "promote_accuracy": 0.95, "stop_accuracy": 0.99, "stop_checks": 10,
-            "mixed_lengths": False, "positional": "rotary", "schedule": "cosine", "stage_steps": None,
+            "mixed_lengths": False, "positional": "rotary", "schedule": "cosine", "stage_steps": None, "stage_cap": None,
             "readout_temperature": False, "follow_multiplier": None, "follow_checks": 10, "follow_gain": 0.01,
             "embed_std": None}
-RECIPE_KEYS = ("mixed_lengths", "positional", "schedule", "stage_steps", "readout_temperature", "follow_multiplier",
-               "embed_std")
+RECIPE_KEYS = ("mixed_lengths", "positional", "schedule", "stage_steps", "stage_cap", "readout_temperature",
+               "follow_multiplier", "embed_std")
 EXPERIMENTS = ("S1", "S2", "S3", "S4", "S5")
 READOUTS = {
     "rotary": {"positional": "rotary", "readout_temperature": False},
@@ -357,6 +360,8 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     following: list[list[float] | None] = [None] * len(grid)  # accuracy at follow·T_train per check, once solved
     far = spec["follow_multiplier"] * spec["T_train"] if spec["follow_multiplier"] else None  # followed length
     stalled = [False] * len(grid)  # stopped by `stage_steps` without learning its current length
+    stage_losses: list[list[float]] = [[] for _ in grid]  # training losses since reaching the current length
+    stage_cap = max(spec["stage_cap"] or 0, spec["stage_steps"] or 0)
     train_norm = torch.zeros(len(grid))
 
     def next_batch(step):
@@ -376,8 +381,17 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         train_norm = torch.maximum(train_norm, model.value_norm().detach().cpu())
         return losses
 
+    def still_falling(i, step) -> bool:
+        """The loss at model i's current length still falls (the plateau rule over its steps at this length)."""
+        own = stage_losses[i]
+        return learning_status(final_loss(own), None, None, loss_drop=plateau_drop(own),
+                               lr_fraction=lr_factor(step, settings)) == STILL_MOVING
+
     def on_step(step, losses, batch):
         diverged.logical_or_(~torch.isfinite(losses.cpu()))
+        for i, value in enumerate(losses.tolist()):
+            if not done[i]:
+                stage_losses[i].append(value)
         if (step + 1) % spec["check_every"] == 0:
             model.eval()
             with torch.no_grad():
@@ -398,9 +412,11 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 checks[i].append(f"{step + 1}:{L}:{acc:.3f}")
                 if acc >= spec["promote_accuracy"]:
                     learned[i] = max(learned[i], L)
-                elif spec["stage_steps"] and learned[i] < L and step + 1 - reached[i][L] >= spec["stage_steps"]:
-                    # Not learned within this length's budget: the frontier run stops here (its
-                    # stop_reason still says whether the loss had settled, by the plateau rule).
+                elif (spec["stage_steps"] and learned[i] < L and step + 1 - reached[i][L] >= spec["stage_steps"]
+                      and (step + 1 - reached[i][L] >= stage_cap or not still_falling(i, step))):
+                    # Not learned within this length's budget (continued up to `stage_cap` while its loss
+                    # still fell): the frontier run stops here (its stop_reason still says whether the loss
+                    # had settled, by the plateau rule).
                     done[i] = stalled[i] = True
                     continue
                 if stage[i] == len(stages) - 1:
@@ -425,6 +441,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 elif acc >= spec["promote_accuracy"]:
                     stage[i] += 1
                     reached[i][stages[stage[i]]] = step + 1
+                    stage_losses[i] = []
             print(f"step {step + 1}: " + ", ".join(f"{g['mixer']}/{g['seed']} T={stages[s]} {c.split(':')[-1] if c else ''}"
                                               f"{' done' if d else ''}" for g, s, c, d in
                                               zip(grid, stage, (c[-1] if c else "" for c in checks), done.tolist())),
