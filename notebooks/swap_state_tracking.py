@@ -443,7 +443,9 @@ display(largest)
 # budget. Both get a recipe that lets the Transformer learn rather than S1's: learned absolute positions,
 # N(0, 1) token and position tables (at the LM's default 0.02·√d the Transformer never got past swap 4, where a
 # plain `nn.TransformerEncoder` does), warm-up then a constant lr of 3e-3, and a curriculum 4 → 8 → 16 with a
-# budget per length (`stage_steps`): a length not learned within it ends the run. The word-problem literature's
+# budget per length (`stage_steps`, 8000 at the default tier): a length not learned within it ends the run, unless
+# its loss still falls (the plateau rule over its steps at that length); then it goes on up to `stage_cap` (16000)
+# and ends there, its stop reason `max_steps` if still falling. The word-problem literature's
 # batches mixing every length ≤ the current one kept the Transformer at chance beyond swap 4 here, so S4 trains
 # on whole sequences (the config records both measurements). The **frontier** is the longest curriculum length a held-out check passed
 # at 0.95 (last quarter of the swaps); `front` the number of leading swaps at ≥ 0.95 in the final evaluation.
