@@ -360,7 +360,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     following: list[list[float] | None] = [None] * len(grid)  # accuracy at follow·T_train per check, once solved
     far = spec["follow_multiplier"] * spec["T_train"] if spec["follow_multiplier"] else None  # followed length
     stalled = [False] * len(grid)  # stopped by `stage_steps` without learning its current length
-    stage_losses: list[list[float]] = [[] for _ in grid]  # training losses since reaching the current length
+    loss_log: list[torch.Tensor] = []  # every step's (M,) losses, kept on the device (no per-step sync)
     stage_cap = max(spec["stage_cap"] or 0, spec["stage_steps"] or 0)
     train_norm = torch.zeros(len(grid))
 
@@ -383,15 +383,13 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
 
     def still_falling(i, step) -> bool:
         """The loss at model i's current length still falls (the plateau rule over its steps at this length)."""
-        own = stage_losses[i]
+        own = torch.stack(loss_log[reached[i][stages[stage[i]]]:])[:, i].tolist()
         return learning_status(final_loss(own), None, None, loss_drop=plateau_drop(own),
                                lr_fraction=lr_factor(step, settings)) == STILL_MOVING
 
     def on_step(step, losses, batch):
         diverged.logical_or_(~torch.isfinite(losses.cpu()))
-        for i, value in enumerate(losses.tolist()):
-            if not done[i]:
-                stage_losses[i].append(value)
+        loss_log.append(losses)
         if (step + 1) % spec["check_every"] == 0:
             model.eval()
             with torch.no_grad():
@@ -441,7 +439,6 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 elif acc >= spec["promote_accuracy"]:
                     stage[i] += 1
                     reached[i][stages[stage[i]]] = step + 1
-                    stage_losses[i] = []
             print(f"step {step + 1}: " + ", ".join(f"{g['mixer']}/{g['seed']} T={stages[s]} {c.split(':')[-1] if c else ''}"
                                               f"{' done' if d else ''}" for g, s, c, d in
                                               zip(grid, stage, (c[-1] if c else "" for c in checks), done.tolist())),
