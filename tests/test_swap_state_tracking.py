@@ -626,13 +626,14 @@ def test_stage_cap_continues_a_length_only_while_its_loss_falls(monkeypatch):
                 stage_steps=10, stage_cap=25, steps=100, curriculum_start=8, T_train=8, check_every=5)
     ctx = RunContext.create(claim="swap_state_tracking", experiment="S4", part="n5-softmax-L1", tier="test")
 
-    def steps_with(status):
+    def run_with(status):
         monkeypatch.setattr(experiment, "learning_status", lambda *a, **k: status)
         rows = experiment.run("S4", spec, ctx)
-        return rows.loc[rows["test_multiplier"] == 1, "steps_run"].tolist()
+        return rows.loc[rows["test_multiplier"] == 1, ["steps_run", "stop_reason"]].values.tolist()
 
-    assert steps_with(STILL_MOVING) == [25]
-    assert steps_with(LEARNED) == [10]
+    # the stop and its label come from one decision: at the cap still falling, before it settled
+    assert run_with(STILL_MOVING) == [[25, "max_steps"]]
+    assert run_with(LEARNED) == [[10, "plateau"]]
     monkeypatch.setattr(experiment, "learning_status", lambda *a, **k: STILL_MOVING)
     assert experiment.run("S4", {**spec, "stage_cap": None}, ctx).loc[0, "steps_run"] == 10  # no cap: the budget
 

@@ -199,16 +199,23 @@ passes at T_train; `followed`, solved T_train and then trained on until its accu
 `follow_multiplier`·T_train settled (`follow_settled`); `plateau`, the step limit with the loss settled at
 its final curriculum length (that length reached before the last 20% of the run, and the loss fell ≤ PLATEAU_DROP per unit of learning rate
 over the last 10%: `attncap.claims.learning_status`'s rule on `loss_drop` / `lr_last10`); `max_steps`, the
-step limit while still improving (or promoted to a longer length too late to tell); `diverged`."""
+step limit while still improving (or promoted to a longer length too late to tell); `diverged`. A run stopped by
+its length's budget under a `stage_cap` is labelled by the continuation's own decision instead (`settled`):
+stopped before the cap because its loss at that length had settled, `plateau`; stopped at the cap (its loss
+still falling at every check before), `max_steps`. One rule then decides both when to stop and what the stop
+means (the run's last 10% and the length's last 10% are different windows and disagreed on a borderline run)."""
 
 
 def stop_reason(stopped_early: bool, diverged: bool, steps_run: int, final_stage_step: int, loss: float,
-                loss_drop: float, lr_last10: float, followed: bool = False) -> str:
-    """One run's `stop_reason` (STOP_REASONS); `followed`: it stopped because its accuracy beyond T_train settled."""
+                loss_drop: float, lr_last10: float, followed: bool = False, settled: bool | None = None) -> str:
+    """One run's `stop_reason` (STOP_REASONS); `followed`: it stopped because its accuracy beyond T_train settled;
+    `settled`: the stage continuation's decision for a run it stopped (None: judge the run's last 10%)."""
     if diverged or not math.isfinite(loss):
         return "diverged"
     if stopped_early:
         return "followed" if followed else "solved"
+    if settled is not None:
+        return "plateau" if settled else "max_steps"
     window = max(1, int(steps_run * 0.1))
     if final_stage_step > steps_run - 2 * window:  # the plateau window would straddle a curriculum promotion
         return "max_steps"
@@ -360,6 +367,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     following: list[list[float] | None] = [None] * len(grid)  # accuracy at follow·T_train per check, once solved
     far = spec["follow_multiplier"] * spec["T_train"] if spec["follow_multiplier"] else None  # followed length
     stalled = [False] * len(grid)  # stopped by `stage_steps` without learning its current length
+    stage_settled: list[bool | None] = [None] * len(grid)  # the continuation's decision where `stage_cap` applied
     loss_log: list[torch.Tensor] = []  # every step's (M,) losses, kept on the device (no per-step sync)
     stage_cap = max(spec["stage_cap"] or 0, spec["stage_steps"] or 0)
     train_norm = torch.zeros(len(grid))
@@ -413,9 +421,12 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 elif (spec["stage_steps"] and learned[i] < L and step + 1 - reached[i][L] >= spec["stage_steps"]
                       and (step + 1 - reached[i][L] >= stage_cap or not still_falling(i, step))):
                     # Not learned within this length's budget (continued up to `stage_cap` while its loss
-                    # still fell): the frontier run stops here (its stop_reason still says whether the loss
-                    # had settled, by the plateau rule).
+                    # still fell): the frontier run stops here. With a continuation its stop_reason is that
+                    # decision (stopped before the cap: settled; at the cap, still falling at every check
+                    # before it: not shown settled); without one, the plateau rule over the run's last 10%.
                     done[i] = stalled[i] = True
+                    if stage_cap > spec["stage_steps"]:
+                        stage_settled[i] = step + 1 - reached[i][L] < stage_cap
                     continue
                 if stage[i] == len(stages) - 1:
                     if following[i] is not None and beyond is not None:
@@ -463,7 +474,8 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         status = DIVERGED if bool(diverged[i]) else learning_status(loss, at_train["acc"])
         drop, lr_tail = plateau_drop(own), tail_lr_fraction(settings, result["model_steps"][i])
         reason = stop_reason(bool(done[i]) and not stalled[i], bool(diverged[i]), result["model_steps"][i],
-                             reached[i][stages[stage[i]]], loss, drop, lr_tail, followed=following[i] is not None)
+                             reached[i][stages[stage[i]]], loss, drop, lr_tail, followed=following[i] is not None,
+                             settled=stage_settled[i])
         if status == DIVERGED:  # a diverged run has no accuracy (never 0)
             loss = math.nan
             for row in model_rows:
