@@ -180,7 +180,7 @@ if len(runs3):
 if not len(runs3):
     no_data(axes, "M3")
 plotting.label(axes, f"M3: memorization vs context size (H={runs3['heads'].iloc[0] if len(runs3) else '?'})",
-               "context size n (tokens)", "memorized examples M")
+               "context size n (tokens)", "memorized examples M", legend_loc="below")
 plotting.save(fig, figures, CLAIM, "context_size")
 
 runs4 = per_run(tables["M4"], ["d_head", "n", "heads"])

@@ -41,7 +41,8 @@ def save_table(frame, tables_dir: str | Path, claim: str, name: str) -> Path:
     return path
 
 
-def label(ax, title: str, xlabel: str, ylabel: str, *, logx: bool = False, logy: bool = False, legend_title=None):
+def label(ax, title: str, xlabel: str, ylabel: str, *, logx: bool = False, logy: bool = False, legend_title=None,
+          legend_loc: str = "best"):
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -50,5 +51,7 @@ def label(ax, title: str, xlabel: str, ylabel: str, *, logx: bool = False, logy:
     if logy:
         ax.set_yscale("log")
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(title=legend_title, fontsize="small", title_fontsize="small")
+        # "below": under the axes, outside the data (savefig's tight bounding box keeps it in the file)
+        where = dict(loc="upper center", bbox_to_anchor=(0.5, -0.2)) if legend_loc == "below" else dict(loc=legend_loc)
+        ax.legend(title=legend_title, fontsize="small", title_fontsize="small", **where)
     return ax
