@@ -39,7 +39,6 @@ then judged on its own last 10% of steps, continuation included. Only unsettled 
 tier's and the old default) two of three seeds at H = 4, T = 512 settle and none at T = 256; at 4 (the default
 tier, the cap issue 22 names) the H = 4, d_h = 6, T = 512 seeds settle after 5400–7200 steps, while the
 over-capacity H = 1, T = 128 runs still fall at 8000 (memorized 47 → 59 labels)."""
-
 T_RULES = ("L-1", "L", "L+1", "2L")
 
 
@@ -314,7 +313,8 @@ def train_group(spec: dict, exp: str, g: dict, context: RunContext) -> list[dict
 
     result = train_batched(model, lambda step: data, loss_fn, settings,
                            desc=f"{exp} H={heads} n={n} dh={g['d_head']} T={T}", on_step=on_step,
-                           until_certified=until_certified, max_steps=math.ceil(spec.get("continue_cap", CONTINUE_CAP) * spec["steps"]))
+                           until_certified=until_certified,
+                           max_steps=math.ceil(spec.get("continue_cap", CONTINUE_CAP) * spec["steps"]))
     with torch.no_grad():
         final = metric(model(data["query"], data["context"])).cpu()
     state = {key: value.cpu() for key, value in state.items()}

@@ -45,8 +45,7 @@ from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM, masked_token_loss
 from attncap.models.mixers import BETA_MAX, MIXERS
 from attncap.tasks.swap_state_tracking import IGNORE, contents_after, query_offset, sample, step_positions, vocab_size
-from attncap.train import (TrainSettings, final_loss, loss_curve, lr_factor, plateau_drop, tail_lr_fraction,
-                           train_batched)
+from attncap.train import TrainSettings, final_loss, loss_curve, plateau_drop, tail_lr_fraction, train_batched
 
 MODEL_LABELS = {
     "softmax": "Transformer",
@@ -392,8 +391,10 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     def still_falling(i, step) -> bool:
         """The loss at model i's current length still falls (the plateau rule over its steps at this length)."""
         own = torch.stack(loss_log[reached[i][stages[stage[i]]]:])[:, i].tolist()
+        # the rate over the same window plateau_drop compares, as stop_reason's lr_last10 for a whole run
+        rate = tail_lr_fraction(settings, step + 1, window=max(1, int(len(own) * 0.1)))
         return learning_status(final_loss(own), None, None, loss_drop=plateau_drop(own),
-                               lr_fraction=lr_factor(step, settings)) == STILL_MOVING
+                               lr_fraction=rate) == STILL_MOVING
 
     def on_step(step, losses, batch):
         diverged.logical_or_(~torch.isfinite(losses.cpu()))
