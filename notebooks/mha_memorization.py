@@ -159,7 +159,7 @@ axes[1].plot(hs, hs * (n2 - 1) + 1, "k--", label=f"theorem: H(n−1)+1, n={n2}")
 axes[1].text(0.98, 0.02, f"M2.linear_in_H: {check2.get('verdict', '?')}", transform=axes[1].transAxes, ha="right",
              va="bottom", fontsize="small")
 plotting.label(axes[1], "M2: memorization count vs heads", "heads H", "memorized examples M = max_T acc·T",
-               legend_title=None)
+               legend_title=None, legend_loc="below")
 plotting.save(fig, figures, CLAIM, "heads")
 
 # %% [markdown]
@@ -192,7 +192,7 @@ if len(runs4):
 if not len(runs4):
     no_data(axes, "M4")
 plotting.label(axes, f"M4: memorization vs head size (H={runs4['heads'].iloc[0] if len(runs4) else '?'})",
-               "key/query size per head d_h (log scale)", "memorized examples M")
+               "key/query size per head d_h (log scale)", "memorized examples M", legend_loc="below")
 log2_axis(axes)
 plotting.save(fig, figures, CLAIM, "head_size")
 
