@@ -72,7 +72,9 @@ print(f"tier: {tier}; run tables: {sorted(tables)}; rows: { {k: len(v) for k, v 
 #   while passing / double while failing, then bisect the bracket over multiples of h until
 #   hi − lo ≤ max(h, rel_tol·lo). Per-head width is capped at d_k ≤ d_model (a head's W_Q^T W_K cannot
 #   exceed rank d_model), so a split still failing at D_K = h·d_model is *censored* (D_K* > h·d_model);
-#   this is what happens to one head under strong compression.
+#   this is what happens to one head under strong compression. An h-head split can only spend multiples of
+#   h, so a bracket with no multiple of h inside (hi − lo ≤ h) has found that split's D_K\* exactly: the
+#   head-split comparisons read it as a point, the law fits (a smooth D_K\*) as the interval (lo, hi].
 # * **Cell value and confidence range.** Per (cell, h): the median D_K* over seeds (censored = ∞). The
 #   cell's D_K* is the minimum over h of that median; its range is the min and max over seeds of each
 #   seed's own minimum over h. Ties in the best h go to the smallest h.

@@ -377,19 +377,44 @@ def test_one_head_uncompressed_falsification():
         assert good.verdict == REPRODUCED, good.measured
         bad = claims.checks({"R5": _simulate(ONE_HOT, lambda me, d: 4 * law(me, d), rival, rng=rng, experiment="R5")})[1]
         assert bad.verdict == NOT_REPRODUCED, bad.measured
-    assert claims.checks({"R2": _simulate(_default_cells()[:3], LAW["claimed"], _best_h_profile)})[1].verdict == INCONCLUSIVE
+    # one uncompressed cell of the default grid (m = d_model = 32, 2 seeds): decided in some draws, never wrongly
+    one_cell = lambda law, profile, rng: claims.checks({"R2": _simulate(_default_cells()[:3], law, profile, rng=rng)})[1]
+    assert {one_cell(LAW["claimed"], _best_h_profile, r).verdict for r in range(6)} == {REPRODUCED, INCONCLUSIVE}
+    assert {one_cell(lambda me, d: 4 * law(me, d), rival, r).verdict for r in range(6)} <= {NOT_REPRODUCED, INCONCLUSIVE}
 
 
-def test_one_head_uncompressed_inside_the_search_resolution_is_not_resolved():
-    """The default tier's m = d_model = 32 cell: h = 1 in (2, 3], h = 2 in (2, 4] for one seed: one head
-    may be 1.5× the two-head threshold, the brackets cannot tell: inconclusive, said as such."""
+def _m32_rows(one_head: tuple[int, int]) -> pd.DataFrame:
+    """The default tier's m = d_model = 32 cell: h = 1 searched to `one_head` = (fail, pass), h = 2 in (4, 6]
+    and (2, 4] (its budgets are even: both exact), h = 4 in (4, 8]."""
     rows = []
     for seed, (fail2, pass2) in enumerate([(4, 6), (2, 4)]):
-        for h, fail, dk in [(1, 2, 3), (2, fail2, pass2), (4, 4, 8)]:
+        for h, fail, dk in [(1, *one_head), (2, fail2, pass2), (4, 4, 8)]:
             rows.append(dict(row_type="dkstar", kind="trained", cell="m32-d32-k0", m=32, d_model=32, graph="permutation",
                              out_degree=1, m_edges=32, compression=1.0, law_x=tasks.law_x(32, 32), h=h, seed=seed,
                              dk_star=float(dk), dk_fail=float(fail), censored=False, d_k_cap=32 * h))
-    check = claims.one_head_uncompressed(pd.DataFrame(rows))
+    return pd.DataFrame(rows)
+
+
+def test_a_search_that_meets_its_lattice_has_found_d_k_star_exactly():
+    """An h-head split spends D_K = h·d_k: failing at 2 and passing at 4 pins D_K* = 4 for h = 2 (3 is not a
+    budget it can have) but leaves (2, 4] open for one head."""
+    b = claims._brackets(_m32_rows((2, 4)))
+    one, two = b[b["h"] == 1], b[b["h"] == 2]
+    assert (one["lo"] == 2).all() and (one["hi"] == 4).all()
+    assert two["lo"].tolist() == two["hi"].tolist() == [6.0, 4.0]
+    four = b[b["h"] == 4]
+    assert (four["lo"] == 8).all() and (four["hi"] == 8).all()  # the only multiple of 4 in (4, 8]
+    # the law fits read the smooth threshold: anywhere in (fail, pass]
+    smooth = claims._brackets(_m32_rows((2, 4)), on_lattice=False)
+    assert smooth["lo"].tolist() == _m32_rows((2, 4))["dk_fail"].tolist()
+
+
+def test_one_head_uncompressed_on_the_lattice_and_inside_the_search_resolution():
+    """One head found exactly at 3, two heads exactly at 6 and 4: 3 ≤ 1.25·4 even after the seed spread
+    widens the ranges, so claimed. One head left at (2, 4] (its search stopped a step early) could be
+    1.25× above two heads' 4 at the widened ends: not resolved, said as such."""
+    assert claims.one_head_uncompressed(_m32_rows((2, 3))).verdict == REPRODUCED
+    check = claims.one_head_uncompressed(_m32_rows((2, 4)))
     assert check.verdict == INCONCLUSIVE and check.reason.startswith("not resolved") and "m32-d32-k0" in check.reason
 
 

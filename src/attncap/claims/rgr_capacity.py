@@ -2,7 +2,8 @@
 
 Every check decides the claimed law against its most plausible rival on the same cells, with the noise of
 the measurement in the decision. A D_K* is not a number but a search bracket: the threshold of one
-(cell, h, seed) lies in (dk_fail, dk_star] (the largest failing and the smallest passing budget; a split
+(cell, h, seed) lies in (dk_fail, dk_star] (the largest failing and the smallest passing budget), and is
+exactly dk_star when no multiple of h lies between the two (an h-head split spends D_K = h·d_k; a split
 still failing at d_k = d_model is censored, threshold +∞, since a head's W_Q^T W_K cannot gain rank
 beyond d_model). Over seeds, the threshold of (cell, h) lies in the union of its seeds' brackets
 (`ranges`): that union holds both the search resolution and the seed spread, and a comparison of two
@@ -134,14 +135,22 @@ def search_rows(tables: dict[str, pd.DataFrame], kind: str = "trained") -> pd.Da
     return rows.drop_duplicates(subset=["cell", "h", "seed"]).copy()
 
 
-def _brackets(rows: pd.DataFrame) -> pd.DataFrame:
-    """Each (cell, h, seed) search's bracket (lo, hi]: lo = largest failing D_K (0 when none is known),
-    hi = smallest passing D_K; a censored search is (∞, ∞] (no d_k ≤ d_model passes, and none above can)."""
+def _brackets(rows: pd.DataFrame, on_lattice: bool = True) -> pd.DataFrame:
+    """Each (cell, h, seed) search's bracket [lo, hi] of D_K*: lo = largest failing D_K (0 when none is known),
+    hi = smallest passing D_K; a censored search is [∞, ∞] (no d_k ≤ d_model passes, and none above can).
+
+    `on_lattice` (the head-split comparisons): an h-head scorer can only spend D_K = h·d_k, so the budget it
+    needs lives on the multiples of h; when none lies strictly between the failing and the passing budget
+    (hi − lo ≤ h) the search has found it exactly and the bracket is the point [hi, hi]. Without (the law
+    fits, whose D_K* is a smooth function of m' and d_model): the threshold may lie anywhere in (lo, hi]."""
     rows = rows.copy()
     censored = rows["censored"].astype(bool)
     fail = rows["dk_fail"].astype(float).fillna(0.0) if "dk_fail" in rows else pd.Series(0.0, index=rows.index)
+    passed = rows["dk_star"].astype(float)
+    if on_lattice:
+        fail = fail.where(passed - fail > rows["h"].astype(float), passed)
     rows["lo"] = np.where(censored, np.inf, fail)
-    rows["hi"] = np.where(censored, np.inf, rows["dk_star"].astype(float))
+    rows["hi"] = np.where(censored, np.inf, passed)
     return rows
 
 
@@ -155,9 +164,9 @@ def dkstar_by_h(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-DEFAULT_SEED_SPREAD = 0.155
-"""Seed SD of log D_K* (search-bracket middle) within a (cell, h), measured on the default tier (main
-08627c9, 65 (cell, h) pairs of 2 seeds): the spread used when a table has too few seed pairs to measure it."""
+DEFAULT_SEED_SPREAD = 0.126
+"""Seed SD of log D_K* (search-bracket middle, or D_K* itself where the search found it exactly) within a
+(cell, h), measured on the default tier (reference at 0084f56, 65 (cell, h) pairs of 2 seeds): the spread used when a table has too few seed pairs to measure it."""
 MIN_SPREAD_GROUPS = 5
 SPREAD_Z = 1.0
 """Each range is widened by SPREAD_Z seed SDs on either side: with two seeds the union of their brackets
@@ -256,7 +265,7 @@ def law_points(rows: pd.DataFrame) -> pd.DataFrame:
     the cell's value at the bracket's `lower` end, `middle` (geometric) and `upper` end is the geometric
     mean over seeds. A bracket that starts at 0 (passed at the smallest budget) takes hi/2 as its lower end.
     `censored`: some seed had no passing split (D_K* above every cap), so the cell is left out of the fits."""
-    b = _brackets(rows)
+    b = _brackets(rows, on_lattice=False)
     per_seed = b.groupby(CELL_KEYS + ["seed"], as_index=False).agg(lo=("lo", "min"), hi=("hi", "min"))
     per_seed["lo"] = np.maximum(per_seed["lo"], per_seed["hi"] / 2)
     per_seed["mid"] = np.sqrt(per_seed["lo"] * per_seed["hi"])
@@ -462,7 +471,8 @@ def one_head_uncompressed(rows: pd.DataFrame | None) -> Check:
     statement = "Uncompressed (m = d_model) permutation: one head suffices"
     expected = f"D_K*(h=1) ≤ {ONE_HEAD_FACTOR} × min_(h≥2) D_K* in every cell"
     rival = f"more heads help even uncompressed: D_K*(h=1) > {ONE_HEAD_FACTOR} × min_(h≥2) D_K*"
-    tolerance = (f"per cell, on the ranges (union over seeds of the search brackets (fail, pass]): claimed when "
+    tolerance = (f"per cell, on the ranges (union over seeds of the search brackets (fail, pass], a point where no "
+                 f"multiple of h lies inside, widened by the seed spread): claimed when "
                  f"range_hi(h=1) ≤ {ONE_HEAD_FACTOR}·min_(h≥2) range_lo, rival when range_lo(h=1) ≥ "
                  f"{ONE_HEAD_FACTOR}·min_(h≥2) range_hi, otherwise not resolved; all cells claimed → reproduced, any "
                  "rival → not reproduced (partially when others are claimed), else inconclusive")
