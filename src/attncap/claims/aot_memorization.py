@@ -24,7 +24,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 from scipy.optimize import curve_fit
 
 from attncap.claims import (DIVERGED, INCONCLUSIVE, LEARNED, MISSING, NOT_REPRODUCED, PARTIALLY,
@@ -244,6 +243,8 @@ def contrast(y, design, weights, level: float = LEVEL) -> Contrast:
     c = np.asarray(weights, dtype=float)
     est = float(c @ beta)
     se = math.sqrt(max(sigma2 * float(c @ np.linalg.inv(x.T @ x) @ c), 0.0))
+    from scipy import stats  # here, not at the top: every claim-2 training job imports this module
+
     half = float(stats.t.ppf(0.5 + level / 2, n - k)) * se
     return Contrast(est, est - half, est + half, tuple(float(b) for b in beta), n - k)
 
@@ -378,6 +379,8 @@ def pooled_difference(a, b, spread: float, dof: int, level: float = LEVEL) -> Di
     diff = float(a.mean() - b.mean())
     if not (dof > 0 and math.isfinite(spread)):
         return Difference(diff, -math.inf, math.inf, len(a), len(b), False, level, NOT_RESOLVED)
+    from scipy import stats  # here, not at the top: every claim-2 training job imports this module
+
     half = float(stats.t.ppf(0.5 + level / 2, dof)) * spread * math.sqrt(1 / len(a) + 1 / len(b))
     low, high = diff - half, diff + half
     return Difference(diff, low, high, len(a), len(b), False, level, "a" if low > 0 else "b" if high < 0 else NOT_RESOLVED)

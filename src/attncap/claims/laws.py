@@ -21,7 +21,6 @@ import math
 from typing import Sequence
 
 import numpy as np
-from scipy import stats
 
 from attncap.claims import INCONCLUSIVE, NOT_REPRODUCED, PARTIALLY, REPRODUCED
 
@@ -143,6 +142,8 @@ def exponent_interval(x, y, *, log: bool = True, level: float = LEVEL) -> Expone
     n = len(x)
     if n < 3 or np.ptp(x) == 0:
         return Exponent(math.nan, -math.inf, math.inf, math.nan, math.nan, n, level)
+    from scipy import stats  # here, not at the top: every training job imports this module
+
     fit = stats.linregress(x, y)
     half = float(stats.t.ppf(0.5 + level / 2, n - 2)) * float(fit.stderr)
     return Exponent(float(fit.slope), float(fit.slope) - half, float(fit.slope) + half, float(fit.intercept),
@@ -185,6 +186,8 @@ def compare_groups(a: Sequence[float], b: Sequence[float], *, paired: bool = Fal
         dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb > 0 else math.inf
     else:
         return Difference(diff, -math.inf, math.inf, len(a), len(b), paired, level, NOT_RESOLVED)
+    from scipy import stats
+
     half = float(stats.t.ppf(q, dof)) * se if se > 0 else 0.0
     low, high = diff - half, diff + half
     preferred = "a" if low > margin else "b" if high < -margin else NOT_RESOLVED

@@ -10,7 +10,6 @@ import time
 
 import numpy as np
 import pandas as pd
-import scipy.linalg
 import torch
 import torch.nn.functional as F
 
@@ -141,6 +140,8 @@ def _t_value(rule: str, law_bound: int) -> int:
 
 
 def run_rank_laws(spec: dict, context: RunContext) -> pd.DataFrame:
+    import scipy.linalg  # here, not at the top: only M1 needs it, and it costs every job's start-up
+
     d = spec["d"]
     rows = []
     for n in spec["n"]:
