@@ -52,7 +52,7 @@ def _group(claim: str, steps: int, exp: str | None = None):
 
         candidates = []
         for name in [exp] if exp else mha.TRAINED:
-            spec = {**config[name], "steps": steps}
+            spec = {**config[name], "steps": steps, "continue_cap": 1}  # exactly `steps`: no continuation
             candidates += [(mha.group_cost(spec, g), name, spec, g) for g in mha.trained_groups(spec)]
         _, name, spec, group = max(candidates, key=lambda c: c[0])
         context = RunContext.create(claim=claim, experiment=name, threads=1)
