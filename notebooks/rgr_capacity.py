@@ -135,7 +135,7 @@ if r1 is not None:
     ax.axhline(0.99, color="grey", ls=":", lw=1)
     ax.plot([], [], ls="--", color="grey", label="constructed (dashed)")
     plotting.label(ax, f"F1 vs total key dimension ({cell_title})", "total key dimension D_K = h·d_k (log scale)",
-                   "all-pairs F1", logx=True, legend_title="heads h")
+                   "all-pairs F1", logx=True, legend_title="heads h", legend_loc="below")
     ax.set_xticks(sorted(evals["d_k_total"].unique()))
     ax.get_xaxis().set_major_formatter(plt.ScalarFormatter())
     ax.minorticks_off()

@@ -108,6 +108,21 @@ def test_head_scores_match_a_naive_loop():
     torch.testing.assert_close(smooth, naive.max(0).values, atol=1e-2, rtol=0)
 
 
+def test_head_max_sends_the_gradient_to_the_winning_heads_only():
+    """The hard max over heads: its gradient is the upstream gradient at the winning head(s) and 0 elsewhere,
+    bit for bit (a tie gives each tied head the whole gradient), in float32 and float64."""
+    for dtype in (torch.float32, torch.float64):
+        gen = torch.Generator().manual_seed(1)
+        s = torch.randn(2, 4, 6, 6, generator=gen, dtype=dtype)
+        s[0, 2, 1, 3] = s[0, 1, 1, 3] = s[0, :, 1, 3].max() + 1  # a tie between heads 1 and 2 at one pair
+        s.requires_grad_(True)
+        upstream = torch.randn(2, 6, 6, generator=gen, dtype=dtype)
+        (aggregate(s) * upstream).sum().backward()
+        winners = s.detach() == s.detach().amax(1, keepdim=True)
+        assert torch.equal(s.grad, torch.where(winners, upstream.unsqueeze(1), torch.zeros((), dtype=dtype)))
+        assert winners[0, 1, 1, 3] and winners[0, 2, 1, 3] and s.grad.dtype == dtype
+
+
 def test_bank_forward_and_loss_match_per_model_computation():
     heads, d_k = [1, 2, 4, 2], [8, 4, 2, 4]
     bank = ScorerBank(heads, d_k, [0, 1, 2, 3], d_model=6).double()

@@ -32,6 +32,8 @@ class _HeadMax(torch.autograd.Function):
 
     Same values as amax and, without exact ties between heads (continuous random weights), the same
     gradient; torch's own amax backward (count ties, divide, expand) took ~75% of a CPU training step.
+    The mask is written as floats by `eq(out=)` and multiplied in place: a boolean mask times the gradient
+    (convert, then multiply into a new tensor) took 3-10× as long for the same bits.
     """
 
     @staticmethod
@@ -43,7 +45,8 @@ class _HeadMax(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         scores, values = ctx.saved_tensors
-        return (scores == values.unsqueeze(-3)) * grad.unsqueeze(-3)
+        mask = torch.eq(scores, values.unsqueeze(-3), out=torch.empty_like(scores))
+        return mask.mul_(grad.unsqueeze(-3))
 
 
 def aggregate(scores: torch.Tensor, temperature: float | None = None) -> torch.Tensor:
