@@ -164,7 +164,9 @@ class TimedLoop:
         self.flop_seconds = 0.0
         self.steps_run = 0
 
-    def __call__(self, model, next_batch, loss_fn, settings, *, desc="train", on_step=None):
+    def __call__(self, model, next_batch, loss_fn, settings, *, desc="train", on_step=None, **_continuation):
+        # checkpointing and the train-until-certified continuation (until_certified, max_steps, ...) are left
+        # out: the timed loop trains exactly settings.steps, from scratch
         index, self.calls = self.calls, self.calls + 1
         if index != self.target:
             quick = dataclasses.replace(settings, steps=1, warmup_steps=0, compile=False)
