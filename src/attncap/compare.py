@@ -134,9 +134,10 @@ def compare(run: dict[str, dict], reference: dict[str, dict]) -> list[Row]:
                 problems.append(f"{claim}.{check_id}: verdict {ref['verdict']!r} in the reference, "
                                 f"{got['verdict']!r} in the run" + (f" ({got['reason']})" if got.get("reason") else ""))
             trained = bool(ref.get("precondition"))
-            want, have = numbers(ref["measured"]), numbers(got["measured"])
-            if trained and ref["verdict"] == got["verdict"] == INCONCLUSIVE:
-                want = {}  # withheld on both sides: uncertified models' numbers are not measurements
+            # withheld on both sides: its uncertified models' numbers are not measurements, only the verdict counts
+            withheld = trained and ref["verdict"] == got["verdict"] == INCONCLUSIVE
+            want = {} if withheld else numbers(ref["measured"])
+            have = numbers(got["measured"])
             for path, number in want.items():
                 if path not in have:
                     problems.append(f"{claim}.{check_id}.{path}: missing from the run (reference {number.value:.6g})")
