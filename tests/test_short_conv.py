@@ -126,3 +126,20 @@ def test_a_mixer_may_have_its_own_rate_but_one_job_has_one():
     assert rc_exp.mqar_lr(spec, ["linear_elu"]) == 0.003
     with pytest.raises(ValueError, match="different rates"):
         rc_exp.mqar_lr(spec, ["softmax", "linear_elu"])
+
+
+def test_a_run_still_improving_at_the_budget_is_continued_and_the_others_are_unchanged():
+    """E5's continuation: with continue_cap, a run at the step limit goes on at continue_lr of the peak rate up
+    to the cap; runs settled within the budget are the same bit for bit (the in-budget schedule is unchanged),
+    and every row states the cap it ran under."""
+    plain = _run(plateau_steps=20)
+    onward = _run(plateau_steps=20, continue_cap=3, continue_lr=0.1)
+    assert (plain["step_cap"] == 30).all() and (onward["step_cap"] == 90).all()
+    settled = plain["stop_reason"] != "max_steps"
+    assert settled.any() and (~settled).any()  # this grid has both kinds at 30 steps
+    columns = ["stop_reason", "steps_run", "accuracy", "final_train_loss", "accuracy_trace", "loss_trace"]
+    assert plain.loc[settled, columns].equals(onward.loc[settled, columns])
+    assert (onward.loc[~settled, "steps_run"] > 30).all() and (onward["steps_run"] <= 90).all()
+    assert (onward.loc[~settled, "steps_run"] % 5 == 0).all()  # judged at the monitor's checks, every 5 steps
+    at_cap = onward["stop_reason"] == "max_steps"
+    assert (onward.loc[at_cap, "steps_run"] == 90).all()

@@ -94,6 +94,17 @@ def test_linear_schedule_matches_torch_linear_lr():
     assert math.isclose(ours[0], 0.01) and math.isclose(ours[-1], 0.01 * (1 - 0.95 * 63 / 64))
 
 
+def test_a_continued_run_trains_at_its_own_rate_and_the_budget_keeps_its_schedule():
+    """continue_lr_fraction sets the rate beyond the budget only (a cosine to 0 would leave a continued run
+    unable to learn or to be judged settled); None holds the schedule's final value as before."""
+    plain = TrainSettings(steps=100, lr=1.0, schedule="cosine", warmup_steps=10)
+    onward = TrainSettings(steps=100, lr=1.0, schedule="cosine", warmup_steps=10, continue_lr_fraction=0.1)
+    assert [lr_factor(s, plain) for s in range(100)] == [lr_factor(s, onward) for s in range(100)]
+    assert lr_factor(100, plain) == lr_factor(500, plain) == 0.0
+    assert lr_factor(100, onward) == lr_factor(500, onward) == 0.1
+    assert math.isclose(tail_lr_fraction(onward, 200, window=100), 0.1)
+
+
 def test_default_linear_schedule_unchanged():
     """Without schedule_span the last unit still reaches the final value (other claims rely on it)."""
     s = TrainSettings(steps=100, lr=1.0, schedule="linear", schedule_every=10, final_lr_fraction=0.1)

@@ -42,6 +42,11 @@ class TrainSettings:
     # torch.compile the model for this loop (forward and, through AOTAutograd, backward); None follows
     # the process-wide choice of `compile_steps` (set per job from the config's `compile` list)
     compile: bool | None = None
+    # Learning-rate factor of the steps beyond the budget (a run continued until certified, `train_batched`).
+    # None: the schedule's final value held. A schedule that decays to 0 needs a non-vanishing rate here, or
+    # a continued run could neither learn nor be judged settled (the certificate refuses a vanishing rate).
+    # The in-budget schedule is untouched, so a run certified within its budget is the same bit for bit.
+    continue_lr_fraction: float | None = None
 
 
 _COMPILE_STEPS = False
@@ -76,7 +81,10 @@ def lr_factor(step: int, s: TrainSettings) -> float:
 
     Beyond the budget (step >= s.steps, i.e. a run continued until certified) the factor is the one of
     step s.steps held constant: the schedule's final value (cosine/linear progress is clipped to 1), and
-    never a warm-up still rising or a decay still running past its `schedule_span`."""
+    never a warm-up still rising or a decay still running past its `schedule_span` (or, when set,
+    `continue_lr_fraction`)."""
+    if step >= s.steps and s.continue_lr_fraction is not None:
+        return s.continue_lr_fraction
     step = min(step, s.steps)  # in-budget steps are unchanged
     if s.warmup_steps and step < s.warmup_steps:
         return (step + 1) / s.warmup_steps
@@ -159,11 +167,12 @@ def train_batched(
     Continuation (optional): with `until_certified(history, model_steps)` -> bool (M,) (history: the
     per-model losses so far, (steps, M); model_steps: (M,) steps each model was updated, so model m's own
     history is history[:model_steps[m], m]; e.g. `plateau_certified(settings)`), models still uncertified
-    when the budget `settings.steps` is reached keep training at the schedule's final learning rate, in
-    chunks of `check_every` steps (default 10% of the budget), while the certified ones are frozen like
-    early-stopped models, until every model is certified or frozen or `max_steps` (the cap, required) is
-    reached. With `checkpoint` the exact state is saved every `checkpoint.every` steps and a call that
-    finds the file resumes from it (on_step is not replayed for the steps before; see `Checkpoint`).
+    when the budget `settings.steps` is reached keep training at the schedule's final learning rate (or at
+    `settings.continue_lr_fraction`), in chunks of `check_every` steps (default 10% of the budget), while the
+    certified ones are frozen like early-stopped models, until every model is certified or frozen or
+    `max_steps` (the cap, required) is reached. With `checkpoint` the exact state is saved every
+    `checkpoint.every` steps and a call that finds the file resumes from it (on_step is not replayed for the
+    steps before; see `Checkpoint`).
 
     Returns the per-step mean loss history, the per-model history (steps, M), the number of steps
     run, the steps each model was updated (`model_steps`), the budget (`budget` = settings.steps) and

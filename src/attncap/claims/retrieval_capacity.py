@@ -485,11 +485,23 @@ def mqar_certificate(runs: pd.DataFrame | None, grid: pd.DataFrame | None = None
         cert += Certificate.fail(DIVERGED, "diverged (stop_reason): " + listing(_names(diverged)), _names(diverged))
     if len(moving):
         texts = [f"{n} at {a:.2f}" for n, a in zip(_names(moving), moving["accuracy"].astype(float))]
-        cert += Certificate.fail(STILL_MOVING, "still improving at the step limit (not settled): " + listing(texts),
-                                 _names(moving))
+        cert += Certificate.fail(STILL_MOVING, f"still improving at {_step_limit(moving)} (not settled): "
+                                 + listing(texts), _names(moving))
     if grid is not None:
         cert += chance_certificate(runs[finite & runs["stop_reason"].isin(SETTLED)], grid)
     return cert
+
+
+def _step_limit(runs: pd.DataFrame) -> str:
+    """How the step limit of `runs` reads in a reason: the budget, or the cap of a continued run."""
+    if not {"max_steps", "step_cap"} <= set(runs):
+        return "the step limit"
+    budget, cap = (pd.to_numeric(runs[key], errors="coerce") for key in ("max_steps", "step_cap"))
+    if not (cap > budget).any():
+        return "the step limit"
+    caps = sorted({(int(c), int(b)) for c, b in zip(cap, budget) if c > b})
+    return "the step cap (" + ", ".join(f"{c} steps = {c / b:g}× the {b}-step budget" for c, b in caps) + \
+        ", continued at a constant fraction of the peak rate)"
 
 
 def at_chance(runs: pd.DataFrame) -> pd.Series:

@@ -500,6 +500,11 @@ def mqar_grid(spec: dict, part: str) -> tuple[list[tuple[str, int, int, int, int
     return configs, [seed_of("E5", m, w, d, kv, seed) % (2**31) for m, w, kv, seed, d in configs]
 
 
+def mqar_step_cap(spec: dict) -> int:
+    """The most steps an E5 run may take: `continue_cap` budgets (1, the default: no continuation)."""
+    return math.ceil(float(spec.get("continue_cap", 1)) * spec["steps"])
+
+
 def mqar_lr(spec: dict, mixers: list[str]) -> float:
     """The peak learning rate of one E5 job: `lr`, or the mixer's entry in `lr_by_mixer` (one optimizer per job,
     so a job whose mixers would need different rates is refused)."""
@@ -577,7 +582,7 @@ class MqarMonitor:
         for m in torch.nonzero(~self.done & ~torch.isfinite(losses)).flatten().tolist():
             self.done[m], self.reason[m], self.stop_step[m] = True, "diverged", step + 1
             newly[m] = True
-        if (step + 1) % self.every and step + 1 < self.steps:
+        if (step + 1) % self.every and step + 1 != self.steps:  # every `every` steps, and at the budget
             return self.done.clone() if bool(newly.any()) else None
         started = time.perf_counter()
         acc = self.check_accuracy()
@@ -636,13 +641,21 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
         return masked_token_loss(m(b[0], b[1]), b[2])
 
     lr = mqar_lr(spec, [c[0] for c in configs])
+    cap = mqar_step_cap(spec)
+    # The cosine decays to 0 at the budget; a run still improving there goes on at `continue_lr` of the peak
+    # rate, a rate at which the plateau rule can judge it (the in-budget schedule, and so every run settled
+    # within the budget, is unchanged bit for bit).
     settings = TrainSettings(steps=spec["steps"], lr=lr, optimizer="adamw", weight_decay=spec["weight_decay"],
-                             warmup_steps=spec["warmup_steps"], schedule="cosine", clip_norm=1.0)
+                             warmup_steps=spec["warmup_steps"], schedule="cosine", clip_norm=1.0,
+                             continue_lr_fraction=spec.get("continue_lr") if cap > spec["steps"] else None)
     monitor = MqarMonitor(model, [batch(check_gens, mqar_batch) for _ in range(int(spec.get("check_batches", 1)))],
                           spec, spec["steps"], settings)
+    continuation = {} if cap <= spec["steps"] else dict(
+        until_certified=lambda history, model_steps: monitor.done.clone(), max_steps=cap,
+        check_every=monitor.every)
     started = time.perf_counter()
     result = train_batched(model, lambda step: batch(train_gens, train_sampler), loss, settings,
-                           desc=f"E5 {part}", on_step=monitor)
+                           desc=f"E5 {part}", on_step=monitor, **continuation)
     train_time = time.perf_counter() - started
     model.eval()
     with torch.no_grad():
@@ -667,7 +680,8 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
             "mixer": mixer, "short_conv": width, "kv_pairs": kv, "d_model": d_model, "seed": seed, "model_seed": ms,
             "vocab": spec["vocab"], "seq_len": spec["seq_len"], "layers": spec["layers"], "heads": spec["heads"],
             "mlp_ratio": spec.get("mlp_ratio", 4), "short_conv_on": spec.get("short_conv_on", "qkv") if width else "",
-            "max_steps": spec["steps"], "steps": result["steps_run"], "steps_run": int(result["model_steps"][i]),
+            "max_steps": spec["steps"], "step_cap": cap, "steps": result["steps_run"],
+            "steps_run": int(result["model_steps"][i]),
             "stop_reason": monitor.reason[i], "batch": spec["batch"], "lr": lr,
             "weight_decay": spec["weight_decay"], "accuracy": acc,
             # held-out sequences of the training length and kv: the in-distribution accuracy of the certificate
