@@ -310,7 +310,7 @@ plotting.save_table(e4[["n", "ln_n_squared", "d_min", "d_lo", "d_hi", "status", 
 # Held-out accuracy (fresh sequences at the training length and kv) of 2-block models (softmax, linear
 # attention, DeltaNet with β ∈ (0, 2), and DeltaFormer with κ1 linear and exp), each trained until
 # it is solved (check accuracy ≥ the target, then its parameters are held), on a plateau (no gain of the
-# check accuracy over a window of steps), diverged, or at the step limit. Every mixer is trained with and
+# check accuracy over a window of steps), diverged, or at the step cap. Every mixer is trained with and
 # without a short causal depthwise convolution on q, k and v (the convolution of Zoology's and
 # flash-linear-attention's recall models): without it the previous-token step of the recall circuit has to
 # be learned from positions, and small models sit on the plateau where they copy some value from the
@@ -320,7 +320,7 @@ plotting.save_table(e4[["n", "ln_n_squared", "d_min", "d_lo", "d_hi", "status", 
 # certified only beside a wider run of the same mixer and kv that left the plateau: that run shows the
 # recipe trains this mixer, so the narrower one's failure is its capacity; without it the failure is ours
 # to explain, not evidence. Hollow markers and grey curves are runs that failed (still improving at the
-# step limit, diverged, or at chance without that control), and a verdict withholds only the cells that
+# step cap, diverged, or at chance without that control), and a verdict withholds only the cells that
 # depend on them. Models use tied input/output embeddings and no MLP, as Zoology's MQAR baselines do.
 
 # %%
@@ -329,7 +329,8 @@ e5["short_conv"] = e5["short_conv"].fillna(0).astype(int) if "short_conv" in e5 
 e5["arm"] = np.where(e5["short_conv"] > 0, "with conv", "no conv")
 e5["certificate"] = mqar_run_status(e5)  # as the verdicts judge each run: finite, settled, and not at chance unless a wider run learned
 e5["certified"] = e5["certificate"] == LEARNED
-e5[["vocab", "seq_len", "layers", "mlp_ratio", "max_steps", "batch", "lr", "short_conv_on"]].drop_duplicates()
+e5[["vocab", "seq_len", "layers", "mlp_ratio", "max_steps", "step_cap", "batch", "lr", "short_conv_on"]
+   if "step_cap" in e5 else ["vocab", "seq_len", "layers", "mlp_ratio", "max_steps", "batch", "lr", "short_conv_on"]].drop_duplicates()
 
 # %%
 acc = (e5.groupby(["mixer", "arm", "short_conv", "d_model", "kv_pairs"], as_index=False)
@@ -369,7 +370,7 @@ for ax in axes:
 handles = list(legend.values())
 handles += [Line2D([], [], color="gray", marker="o", ls="", label="run certified (settled: solved or plateau)"),
             Line2D([], [], color="gray", marker="o", ls="", markerfacecolor="white",
-                   label="not certified (still improving at the step limit, diverged,\nor at chance with no wider run of the mixer off it)")]
+                   label="not certified (still improving at the step cap, diverged,\nor at chance with no wider run of the mixer off it)")]
 axes[-1].legend(handles=handles, fontsize="x-small", loc="center left", bbox_to_anchor=(1.02, 0.5))
 fig.suptitle(f"MQAR held-out accuracy vs kv, per width ({tier} tier)")
 plotting.save(fig, figures_dir, CLAIM, "mqar_accuracy")
@@ -377,7 +378,10 @@ acc.pivot_table(index=["mixer", "arm", "d_model"], columns="kv_pairs", values="a
 
 # %% [markdown]
 # Steps each model ran before it stopped, and why (`solved`: check accuracy reached the target; `plateau`:
-# no gain over the plateau window; `max_steps`: still improving at the limit; `diverged`: non-finite loss).
+# no gain over the plateau window; `max_steps`: still improving at the step cap; `diverged`: non-finite loss).
+# The cosine schedule reaches 0 at `max_steps`, the budget; a run still improving there goes on at a constant
+# fraction of the peak rate (the config's `continue_lr`), where the plateau rule can judge it, up to `step_cap`
+# (the dotted line in the learning curves below).
 
 # %%
 (acc.assign(run=acc["steps_run"].astype(str) + " (" + acc["stop_reason"].astype(str) + ")")
@@ -432,12 +436,18 @@ for col, d in enumerate(d_values):
         axes[0, col].plot(steps, values, **style)
         steps, values = parse_trace(row["loss_trace"])
         axes[1, col].plot(steps, values, **style)
+    if "step_cap" in e5 and (e5["step_cap"] > e5["max_steps"]).any():
+        for ax in axes[:, col]:  # the budget: a run drawn past it was still improving there and continued
+            ax.axvline(float(e5["max_steps"].max()), color="gray", ls=":", lw=0.8)
     plotting.label(axes[0, col], f"d_model = {d}", "", "held-out accuracy")
     plotting.label(axes[1, col], "", "training step", "training loss")
 handles = [Line2D([], [], color=colors[m], ls=styles[a], label=f"{m}, {a}")
            for m, a in e5[["mixer", "arm"]].drop_duplicates().itertuples(index=False)]
 handles += [Line2D([], [], color="gray", alpha=al, label=f"kv = {kv}") for kv, al in kv_alpha.items()]
-handles += [Line2D([], [], color="lightgray", label="not certified (still improving at the step limit, diverged,\nor at chance with no wider run of the mixer off it)")]
+handles += [Line2D([], [], color="lightgray", label="not certified (still improving at the step cap, diverged,\nor at chance with no wider run of the mixer off it)")]
+if "step_cap" in e5 and (e5["step_cap"] > e5["max_steps"]).any():
+    handles += [Line2D([], [], color="gray", ls=":", lw=0.8,
+                       label="budget (cosine at 0); continued runs go on at a\nconstant fraction of the peak rate up to the cap")]
 axes[0, -1].legend(handles=handles, fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
 fig.suptitle(f"MQAR learning curves ({tier} tier)")
 plotting.save(fig, figures_dir, CLAIM, "mqar_training")

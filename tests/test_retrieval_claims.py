@@ -254,6 +254,10 @@ def test_a_settled_softmax_failure_reads_not_reproduced_an_improving_one_inconcl
     table.loc[table["mixer"] == "softmax", "stop_reason"] = "max_steps"
     solve = rc.trained_recall(table)[0]
     assert solve.verdict == INCONCLUSIVE and "still improving at the step limit" in solve.reason
+    # continued past the budget and still improving at the cap: the reason names the cap
+    table["max_steps"], table["step_cap"] = 2000, 6000
+    solve = rc.trained_recall(table)[0]
+    assert solve.verdict == INCONCLUSIVE and "still improving at the step cap (6000 steps = 3× the 2000-step" in solve.reason
     # still improving but already above 0.95: a lower bound's pass stands
     table = e5_table()
     table.loc[table["mixer"] == "softmax", "stop_reason"] = "max_steps"
