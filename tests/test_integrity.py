@@ -272,3 +272,15 @@ def test_landing_page_states_tier_revision_and_totals():
     html = publish_parts(text, writer="html")["html_body"]
     assert "Verdicts per claim" in html and "system-message" not in html
     assert "Checks of retrieval_capacity" in html and "law_b" in html and "not resolved: *a*" in html
+
+
+def test_provenance_columns_stay_text(tmp_path, e2_section):
+    """A revision such as 92862176e600 (this repository had one) is a float to pandas (9.3e607, read as inf),
+    and a version 1.10 would read 1.1: run tables keep their provenance columns as written."""
+    path = tmp_path / "E2.csv"
+    table = e2_table(e2_section["E2"])
+    table["git_revision"], table["version_scipy"], table["python"] = "92862176e600", "1.10", "3.11"
+    table.to_csv(path, index=False)
+    frame = read_table(path)
+    assert (frame["git_revision"] == "92862176e600").all() and (frame["version_scipy"] == "1.10").all()
+    assert (frame["python"] == "3.11").all() and pd.api.types.is_numeric_dtype(frame["d"])

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from attncap.models.mixers import MIXERS, RETRIEVAL_KERNELS
+from attncap.runtime import read_run_csv
 
 SWAP_N = 5
 SWAP_MULTIPLIERS = (1, 2, 4)
@@ -173,7 +174,7 @@ def plot_card(card: pd.DataFrame):
 
 
 def _read(paths) -> pd.DataFrame | None:
-    frames = [pd.read_csv(p) for p in paths or ()]
+    frames = [read_run_csv(p) for p in paths or ()]
     return pd.concat(frames, ignore_index=True) if frames else None
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from attncap.claims import claim_document
-from attncap.runtime import write_csv, write_json
+from attncap.runtime import read_run_csv, write_csv, write_json
 
 
 class TableError(RuntimeError):
@@ -19,7 +19,7 @@ class TableError(RuntimeError):
 def read_table(path) -> pd.DataFrame:
     """One run CSV; any failure to parse it, or a table without rows, is a TableError naming the file."""
     try:
-        frame = pd.read_csv(path)
+        frame = read_run_csv(path)
     except (OSError, UnicodeDecodeError, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise TableError(f"{path}: cannot read this run table ({type(exc).__name__}: "
                          f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}); delete it and rerun its job") from exc
