@@ -133,13 +133,17 @@ def configure_torch(threads: int, seed: int | None = None) -> None:
         torch.manual_seed(seed)
 
 
+PROVENANCE_TEXT = ("tier", "device", "git_revision", "python")
+"""The text columns `provenance` stamps on every run row, besides one version_<package> per package."""
+
+
 def read_run_csv(path):
     """A run table as pandas reads it, except that the provenance columns stay text: a revision such as
     '92862176e600' would otherwise be read as the float 9.3e607 (inf), and a version '1.10' as 1.1."""
     import pandas as pd
 
     header = pd.read_csv(path, nrows=0).columns
-    text = {c: str for c in header if c in ("tier", "device", "git_revision", "python") or str(c).startswith("version_")}
+    text = {c: str for c in header if c in PROVENANCE_TEXT or str(c).startswith("version_")}
     return pd.read_csv(path, dtype=text)
 
 

@@ -33,6 +33,9 @@ def check_config(section: dict) -> list[str]:
                         f"{3 * max(e5['kv_pairs'])}, got seq_len={e5['seq_len']}")
     if max(e5["kv_pairs"]) > e5["vocab"] // 2 - 1:
         problems.append(f"E5.kv_pairs: {max(e5['kv_pairs'])} distinct keys do not fit in vocab/2-1 = {e5['vocab'] // 2 - 1}")
+    if e5.get("continue_cap", 1) > 1 and "continue_lr" not in e5:
+        problems.append("E5.continue_cap: a continued run needs E5.continue_lr (the cosine ends at 0, where it could "
+                        "neither learn nor be judged settled)")
     bad = [d for d in e5["d_model"] if d % e5["heads"]]
     if bad:
         problems.append(f"E5.d_model: {bad} not divisible by heads={e5['heads']}")
