@@ -143,3 +143,24 @@ def test_a_run_still_improving_at_the_budget_is_continued_and_the_others_are_unc
     assert (onward.loc[~settled, "steps_run"] % 5 == 0).all()  # judged at the monitor's checks, every 5 steps
     at_cap = onward["stop_reason"] == "max_steps"
     assert (onward.loc[at_cap, "steps_run"] == 90).all()
+
+
+def test_every_model_may_train_on_the_largest_kv_mix(monkeypatch):
+    """curriculum_kv: largest trains every model on the mix of the grid's largest kv (evaluated at its own kv);
+    the default trains each on its own kv's mix. Rows say which."""
+    drawn = []
+    original = rc_exp.mqar_curriculum_batch
+
+    def recording(generator, batch, seq_len, vocab, kv):
+        drawn.append(kv)
+        return original(generator, batch, seq_len, vocab, kv)
+
+    monkeypatch.setattr(rc_exp, "mqar_curriculum_batch", recording)
+    own = _run(steps=5, plateau_steps=1000)
+    assert set(drawn) == {2, 4} and (own["train_kv_max"] == own["kv_pairs"]).all()
+    drawn.clear()
+    largest = _run(steps=5, plateau_steps=1000, curriculum_kv="largest")
+    assert set(drawn) == {4} and (largest["train_kv_max"] == 4).all()
+    assert set(largest["kv_pairs"]) == {2, 4}  # still evaluated at each model's own kv
+    problems = rc_exp.check_config({"E5": dict(SPEC, curriculum=False, curriculum_kv="largest")})
+    assert any("curriculum_kv" in p for p in problems)

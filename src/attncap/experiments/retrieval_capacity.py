@@ -33,6 +33,8 @@ def check_config(section: dict) -> list[str]:
                         f"{3 * max(e5['kv_pairs'])}, got seq_len={e5['seq_len']}")
     if max(e5["kv_pairs"]) > e5["vocab"] // 2 - 1:
         problems.append(f"E5.kv_pairs: {max(e5['kv_pairs'])} distinct keys do not fit in vocab/2-1 = {e5['vocab'] // 2 - 1}")
+    if e5.get("curriculum_kv", "own") == "largest" and not e5["curriculum"]:
+        problems.append("E5.curriculum_kv: 'largest' mixes kv values in training, which needs E5.curriculum: true")
     if e5.get("continue_cap", 1) > 1 and "continue_lr" not in e5:
         problems.append("E5.continue_cap: a continued run needs E5.continue_lr (the cosine ends at 0, where it could "
                         "neither learn nor be judged settled)")
@@ -503,6 +505,13 @@ def mqar_grid(spec: dict, part: str) -> tuple[list[tuple[str, int, int, int, int
     return configs, [seed_of("E5", m, w, d, kv, seed) % (2**31) for m, w, kv, seed, d in configs]
 
 
+def mqar_training_kv(spec: dict):
+    """kv → the largest kv in that model's training batches: its own (`curriculum_kv: own`, the default) or the
+    grid's largest (`largest`: one mix for every model, as Zoology trains on mixed MQAR configurations)."""
+    largest = max(spec["kv_pairs"])
+    return (lambda kv: largest) if spec.get("curriculum_kv", "own") == "largest" else (lambda kv: kv)
+
+
 def mqar_step_cap(spec: dict) -> int:
     """The most steps an E5 run may take: `continue_cap` budgets (1, the default: no continuation)."""
     return math.ceil(float(spec.get("continue_cap", 1)) * spec["steps"])
@@ -636,6 +645,10 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
     eval_gens = generators([s + context.seed for s in model_seeds], offset=2)
     check_gens = generators([s + context.seed for s in model_seeds], offset=3)
     train_sampler = mqar_curriculum_batch if spec["curriculum"] else mqar_batch
+    train_kv = mqar_training_kv(spec)
+    if spec.get("curriculum_kv", "own") == "largest":
+        # every model trains on the largest kv's mix (kv_max, kv_max/2, ... >= 1), and is evaluated at its own kv
+        train_sampler = lambda g, batch, seq_len, vocab, kv: mqar_curriculum_batch(g, batch, seq_len, vocab, train_kv(kv))  # noqa: E731
 
     def batch(gens, sampler):
         return tuple(x.to(context.device) for x in mqar_batch_stack(spec, configs, gens, spec["batch"], sampler))
@@ -683,6 +696,7 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
             "mixer": mixer, "short_conv": width, "kv_pairs": kv, "d_model": d_model, "seed": seed, "model_seed": ms,
             "vocab": spec["vocab"], "seq_len": spec["seq_len"], "layers": spec["layers"], "heads": spec["heads"],
             "mlp_ratio": spec.get("mlp_ratio", 4), "short_conv_on": spec.get("short_conv_on", "qkv") if width else "",
+            "train_kv_max": train_kv(kv) if spec["curriculum"] else kv,
             "max_steps": spec["steps"], "step_cap": cap, "steps": result["steps_run"],
             "steps_run": int(result["model_steps"][i]),
             "stop_reason": monitor.reason[i], "batch": spec["batch"], "lr": lr,
