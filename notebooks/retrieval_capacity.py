@@ -307,6 +307,9 @@ plotting.save_table(e4[["n", "ln_n_squared", "d_min", "d_lo", "d_hi", "status", 
 
 # %% [markdown]
 # ## Trained multi-query associative recall
+# Each model's training batches mix sequences of `train_kv_max`, half as many, ... down to 1 key-value pairs
+# (the table below; with `curriculum_kv: largest` every model sees the grid's largest kv, as Zoology trains on
+# mixed MQAR configurations), and it is evaluated at its own kv.
 # Held-out accuracy (fresh sequences at the training length and kv) of 2-block models (softmax, linear
 # attention, DeltaNet with β ∈ (0, 2), and DeltaFormer with κ1 linear and exp), each trained until
 # it is solved (check accuracy ≥ the target, then its parameters are held), on a plateau (no gain of the
@@ -329,8 +332,8 @@ e5["short_conv"] = e5["short_conv"].fillna(0).astype(int) if "short_conv" in e5 
 e5["arm"] = np.where(e5["short_conv"] > 0, "with conv", "no conv")
 e5["certificate"] = mqar_run_status(e5)  # as the verdicts judge each run: finite, settled, and not at chance unless a wider run learned
 e5["certified"] = e5["certificate"] == LEARNED
-e5[["vocab", "seq_len", "layers", "mlp_ratio", "max_steps", "step_cap", "batch", "lr", "short_conv_on"]
-   if "step_cap" in e5 else ["vocab", "seq_len", "layers", "mlp_ratio", "max_steps", "batch", "lr", "short_conv_on"]].drop_duplicates()
+e5[[c for c in ("vocab", "seq_len", "layers", "mlp_ratio", "train_kv_max", "max_steps", "step_cap", "batch", "lr",
+                "short_conv_on") if c in e5]].drop_duplicates()
 
 # %%
 acc = (e5.groupby(["mixer", "arm", "short_conv", "d_model", "kv_pairs"], as_index=False)
