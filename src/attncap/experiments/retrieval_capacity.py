@@ -505,11 +505,13 @@ def mqar_grid(spec: dict, part: str) -> tuple[list[tuple[str, int, int, int, int
     return configs, [seed_of("E5", m, w, d, kv, seed) % (2**31) for m, w, kv, seed, d in configs]
 
 
-def mqar_training_kv(spec: dict):
-    """kv → the largest kv in that model's training batches: its own (`curriculum_kv: own`, the default) or the
-    grid's largest (`largest`: one mix for every model, as Zoology trains on mixed MQAR configurations)."""
-    largest = max(spec["kv_pairs"])
-    return (lambda kv: largest) if spec.get("curriculum_kv", "own") == "largest" else (lambda kv: kv)
+def mqar_training_kv(spec: dict, kv: int) -> int:
+    """The largest kv in the training batches of a model evaluated at `kv`: its own kv (`curriculum_kv: own`, the
+    default, and always without a curriculum) or the grid's largest (`largest`: one mix for every model, as
+    Zoology trains on mixed MQAR configurations)."""
+    if spec["curriculum"] and spec.get("curriculum_kv", "own") == "largest":
+        return max(spec["kv_pairs"])
+    return kv
 
 
 def mqar_step_cap(spec: dict) -> int:
@@ -644,11 +646,11 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
     train_gens = generators([s + context.seed for s in model_seeds], offset=1)
     eval_gens = generators([s + context.seed for s in model_seeds], offset=2)
     check_gens = generators([s + context.seed for s in model_seeds], offset=3)
-    train_sampler = mqar_curriculum_batch if spec["curriculum"] else mqar_batch
-    train_kv = mqar_training_kv(spec)
-    if spec.get("curriculum_kv", "own") == "largest":
-        # every model trains on the largest kv's mix (kv_max, kv_max/2, ... >= 1), and is evaluated at its own kv
-        train_sampler = lambda g, batch, seq_len, vocab, kv: mqar_curriculum_batch(g, batch, seq_len, vocab, train_kv(kv))  # noqa: E731
+    def train_sampler(generator, rows, seq_len, vocab, kv):
+        # a model evaluated at kv trains on the mix kv_max, kv_max/2, ... >= 1 pairs (kv_max: mqar_training_kv)
+        if not spec["curriculum"]:
+            return mqar_batch(generator, rows, seq_len, vocab, kv)
+        return mqar_curriculum_batch(generator, rows, seq_len, vocab, mqar_training_kv(spec, kv))
 
     def batch(gens, sampler):
         return tuple(x.to(context.device) for x in mqar_batch_stack(spec, configs, gens, spec["batch"], sampler))
@@ -696,7 +698,7 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
             "mixer": mixer, "short_conv": width, "kv_pairs": kv, "d_model": d_model, "seed": seed, "model_seed": ms,
             "vocab": spec["vocab"], "seq_len": spec["seq_len"], "layers": spec["layers"], "heads": spec["heads"],
             "mlp_ratio": spec.get("mlp_ratio", 4), "short_conv_on": spec.get("short_conv_on", "qkv") if width else "",
-            "train_kv_max": train_kv(kv) if spec["curriculum"] else kv,
+            "train_kv_max": mqar_training_kv(spec, kv),
             "max_steps": spec["steps"], "step_cap": cap, "steps": result["steps_run"],
             "steps_run": int(result["model_steps"][i]),
             "stop_reason": monitor.reason[i], "batch": spec["batch"], "lr": lr,
