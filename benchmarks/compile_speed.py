@@ -2,6 +2,7 @@
 
     python benchmarks/compile_speed.py [--config config/config.yaml] [--claims swap_state_tracking ...]
                                        [--steps 200] [--skip 10] [--threads 1] [--cold-cache]
+                                       [--swap-experiment S1|S4]
 
 For each claim it runs one job of the config through the real `module.run` path twice, eagerly and with
 `RunContext.create(..., compile=True)` (attncap.train.compile_steps), with the step budget cut to
@@ -130,18 +131,26 @@ def rgr_job(section: dict, steps: int) -> Job:
                spec["train"]["steps"])
 
 
-def swap_job(section: dict, steps: int) -> Job:
-    spec = swap.with_defaults(section["S1"])
+def swap_job(section: dict, steps: int, experiment: str = "S1") -> Job:
+    """S1: the boundary n's DeltaFormer job; S4: the deepest Transformer's job at the largest n (S4's costliest
+    jobs are its Transformers, which spend up to 16000 steps at a length they do not learn)."""
+    spec = swap.with_defaults(section[experiment])
     boundary = [n for n in spec.get("boundary_n", []) if n in spec["n_objects"]]
     n = max(boundary or spec["n_objects"])
-    mixer = next((m for m in spec["models"] if m.startswith("deltaformer")), spec["models"][0])
+    if experiment == "S1":
+        mixer, depth = next((m for m in spec["models"] if m.startswith("deltaformer")), spec["models"][0]), None
+    else:
+        mixer = "softmax" if "softmax" in spec["models"] else spec["models"][0]
+        depth = max(swap.depths_of(spec, mixer) or [spec["layers"]])
     # train at T_train from the start (the curriculum's last, costliest stage); no checks, so no stopping
     cut = spec | {"steps": steps, "warmup_steps": _warmup(spec, steps), "check_every": steps + 1,
-                  "eval_batches": 1, "curriculum_start": None}
-    seeds = len(swap.model_grid("S1", spec, n, mixer))
-    return Job("swap_state_tracking", "S1", f"n{n}-{mixer}", cut,
-               f"S1 boundary n={n}, {mixer} × {seeds} seeds at T_train={spec['T_train']} (the curriculum's last stage)",
-               spec["steps"])
+                  "eval_batches": 1, "curriculum_start": None, "stage_steps": None, "stage_cap": None}
+    part = f"n{n}-{mixer}" + (f"-L{depth}" if depth is not None else "")
+    seeds = len(swap.model_grid(experiment, spec, n, mixer, depth))
+    layers = f"{depth}-layer " if depth is not None else ""
+    return Job("swap_state_tracking", experiment, part, cut,
+               f"{experiment} n={n}, {layers}{mixer} × {seeds} seeds at T_train={spec['T_train']} (the curriculum's "
+               "last stage)", spec["steps"])
 
 
 JOBS: dict[str, Callable[[dict, int], Job]] = {
@@ -272,6 +281,8 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=200, help="training steps of each timed loop")
     parser.add_argument("--skip", type=int, default=10, help="first steps left out of the steady-state median")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--swap-experiment", default="S1", choices=("S1", "S4"),
+                        help="claim 5's timed job: S1's boundary DeltaFormer, or S4's deepest Transformer")
     parser.add_argument("--cold-cache", action="store_true",
                         help="compile each claim into a fresh, empty TORCHINDUCTOR_CACHE_DIR")
     args = parser.parse_args(argv)
@@ -300,7 +311,8 @@ def main(argv=None) -> int:
                                 f"{cache} as found ({'non-empty' if was_warm else 'empty'} at start)"))
     rows = []
     for claim in args.claims:
-        job = JOBS[claim](config[claim], args.steps)
+        job = (swap_job(config[claim], args.steps, args.swap_experiment) if claim == "swap_state_tracking"
+               else JOBS[claim](config[claim], args.steps))
         print(f"\n{claim}: job {job.experiment}_{job.part}: {job.what}; configured steps {job.steps_at_default}")
         eager = timed_run(job, False, args.threads, tier, args.steps, args.skip)
         torch._dynamo.reset()

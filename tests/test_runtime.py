@@ -27,3 +27,26 @@ def test_provenance_names_revision_versions_and_device():
     assert stamp["device"] == "cpu" and stamp["tier"] == "smoke"
     assert stamp["version_torch"].startswith("2.13")
     assert stamp["git_revision"]
+
+
+def test_jobs_flush_subnormal_floats_to_zero():
+    """configure_torch (every job's set-up) reads and writes subnormal floats as zero on x86 and leaves normal
+    floats alone: a sharpening softmax's subnormal weights cost some Intel cores 2x in microcode."""
+    import torch
+
+    from attncap.runtime import FLUSH_DENORMAL, configure_torch
+
+    if not torch.set_flush_denormal(False):
+        pytest.skip("this CPU has no flush-to-zero mode (torch.set_flush_denormal returns False)")
+    threads = torch.get_num_threads()
+    try:
+        subnormal = torch.tensor([1e-40], dtype=torch.float32)
+        assert subnormal.item() != 0.0  # IEEE: representable
+        configure_torch(threads)
+        assert FLUSH_DENORMAL
+        assert (subnormal * 1.0).item() == 0.0
+        assert torch.tensor([1e-40], dtype=torch.float32).item() == 0.0
+        assert torch.tensor([1e-30], dtype=torch.float32).item() == pytest.approx(1e-30, rel=1e-6)
+    finally:
+        torch.set_flush_denormal(False)
+        torch.set_num_threads(threads)

@@ -118,9 +118,19 @@ def steady_allocator(size: int = 32 * 1024 * 1024) -> None:
         pass
 
 
+FLUSH_DENORMAL = True
+"""Every job computes with subnormal floats (|x| < 1.2e-38 in float32) read and written as zero on the CPU (x86
+FTZ/DAZ, `torch.set_flush_denormal`; a CPU without them keeps IEEE subnormals). A sharpening softmax leaves
+attention weights and their gradients in that range, and some Intel cores handle them in slow microcode: there
+claim 3's costliest group trains 2.2× slower with them (`benchmarks/contention.py`), while on the machine of the
+first reference they cost nothing. Values that small carry no information a training step could use, so the
+flush changes only the last bits of runs that produce them (chaotic trainings then drift within their seed
+spread) and leaves every other computation bit for bit as it was. The setting is per thread: jobs run on one."""
+
+
 def configure_torch(threads: int, seed: int | None = None) -> None:
     """Make torch use exactly the threads Snakemake granted this job, deterministically, with a
-    steady allocator."""
+    steady allocator, and with subnormal floats flushed to zero on the CPU (`FLUSH_DENORMAL`)."""
     import torch
 
     steady_allocator()
@@ -129,6 +139,7 @@ def configure_torch(threads: int, seed: int | None = None) -> None:
     with contextlib.suppress(RuntimeError):
         torch.set_num_interop_threads(1)
     torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.set_flush_denormal(FLUSH_DENORMAL)
     if seed is not None:
         torch.manual_seed(seed)
 
