@@ -37,7 +37,9 @@ to the cap (`train_batched`'s continuation, the rule of claim 4's patience at a 
 then judged on its own last 10% of steps, continuation included. Only unsettled runs pay. At 1.2 (the smoke
 tier's and the old default) two of three seeds at H = 4, T = 512 settle and none at T = 256; at 4 (the default
 tier, the cap issue 22 names) the H = 4, d_h = 6, T = 512 seeds settle after 5400–7200 steps, while the
-over-capacity H = 1, T = 128 runs still fall at 8000 (memorized 47 → 59 labels)."""
+over-capacity H = 1, T = 128 runs still fall at 8000 (memorized 47 → 59 labels). Trained on to 12 budgets, the
+H = 4, d_h = 4, T = 256 seeds fit all 256 labels at 8600 and 10800 steps and 255 at 24000 (still falling): at this
+scale the counts are set by the budget."""
 T_RULES = ("L-1", "L", "L+1", "2L")
 
 
