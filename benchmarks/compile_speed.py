@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import io
 import math
 import os
@@ -309,10 +310,10 @@ def main(argv=None) -> int:
     print(f"float32 matmul rate: {peak:.1f} GFLOP/s; torch.compile per-process start-up (tiny module): {startup:.1f} s")
     print("inductor cache: " + (f"fresh empty directory per claim ({cold.name})" if cold else
                                 f"{cache} as found ({'non-empty' if was_warm else 'empty'} at start)"))
+    jobs = dict(JOBS, swap_state_tracking=functools.partial(swap_job, experiment=args.swap_experiment))
     rows = []
     for claim in args.claims:
-        job = (swap_job(config[claim], args.steps, args.swap_experiment) if claim == "swap_state_tracking"
-               else JOBS[claim](config[claim], args.steps))
+        job = jobs[claim](config[claim], args.steps)
         print(f"\n{claim}: job {job.experiment}_{job.part}: {job.what}; configured steps {job.steps_at_default}")
         eager = timed_run(job, False, args.threads, tier, args.steps, args.skip)
         torch._dynamo.reset()

@@ -122,7 +122,7 @@ FLUSH_DENORMAL = True
 """Every job computes with subnormal floats (|x| < 1.2e-38 in float32) read and written as zero on the CPU (x86
 FTZ/DAZ, `torch.set_flush_denormal`; a CPU without them keeps IEEE subnormals). A sharpening softmax leaves
 attention weights and their gradients in that range, and some Intel cores handle them in slow microcode: there
-claim 3's costliest group trains 2.2× slower with them (`benchmarks/contention.py`), while on the machine of the
+claim 3's costliest group trains 1.6–2.2× slower with them (two runs of `benchmarks/contention.py`), while on the machine of the
 first reference they cost nothing. Values that small carry no information a training step could use, so the
 flush changes only the last bits of runs that produce them (chaotic trainings then drift within their seed
 spread) and leaves every other computation bit for bit as it was. The setting is per thread: jobs run on one."""
