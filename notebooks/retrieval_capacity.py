@@ -67,7 +67,9 @@ cap.rename(columns={"n": "measured N*", "theory_capacity": "⌊ε²d⌋+1", "que
 
 # %% [markdown]
 # Where ε²d is an integer (every cell of the default grid) the mean error at N = ε²d + 1 *equals* ε², so no
-# sample size resolves that N: the interval is [ε²d, ε²d + 1] and holds the closed form.
+# sample size resolves that N: the interval is at least [ε²d, ε²d + 1], and it holds the closed form. At the
+# largest d with ε = 1 the error's slope in N is so small that the neighbouring N are not resolved within the
+# search's sample budget either, and the interval is a few N wider (the table's `n_lo`, `n_hi`).
 
 # %% [markdown]
 # ## Softmax attention: measured capacity against the bounds
@@ -282,7 +284,8 @@ snr_kernels.pivot_table(index="n", columns="label", values="median_snr_inv")
 # ## The O(log² N) law
 # Smallest d with median SNR⁻¹ ≤ 1 for the exponential kernel at standard scale, against (ln N)².
 # The dashed line is the typical-key prediction (1 + ln(N−1)/2)². "median ≤ 1" is decided by a sequential
-# test of the fraction of queries with SNR⁻¹ ≤ 1 against 1/2 (3 standard errors); bars are the interval
+# test of the fraction of queries with SNR⁻¹ ≤ 1 against 1/2 (exact binomial tails, ≤ 1% chance of any wrong
+# decision in the table: `attncap.precision`); bars are the interval
 # [d_lo, d_hi] of d where it is not resolved. Dotted and dash-dotted: the two laws the verdict
 # `log_squared_law` fits to the same points, d_min linear in (ln N)² (the claim) and in ln N (the rival).
 

@@ -77,10 +77,10 @@
 # * **Decisions.** Each check names its law and the most plausible rival (the verdict table's `rival`).
 #   In-distribution thresholds are judged run by run inside the evaluation's binomial noise; length
 #   generalization and comparisons per cell on the **seed spread**: the model's within-cell seed SD at that
-#   test length, pooled over the cells with ≥ 2 seeds (default tier: n ∈ {4, 5}, 2 degrees of freedom),
+#   test length, pooled over the cells with ≥ 2 seeds (default tier: 2 seeds at n = 3, 4, 5 and 8, so 4 degrees of freedom; DeltaNet's 3 seeds give 8),
 #   with Student-t intervals; a law that must hold in every cell is also refuted by the mean over the cells.
 #   Measured for issue 21 (DeltaFormer, n = 3, seeds 0–2 on this recipe): seed SD 0.0001 at T_train,
-#   0.21 at 2·T_train, 0.15 at 4·T_train, so with 2 seeds at two n many comparisons are "not resolved".
+#   0.21 at 2·T_train, 0.15 at 4·T_train, so with 2 seeds per cell many comparisons are "not resolved".
 # * S2: the ablations at n = 5 (the first n past the S_4/S_5 boundary): κ1 = exp, and DeltaFormer (κ1 =
 #   linear) with β ∈ (0, 1). They share seed and initial weights with S1's models at n = 5, seed 0;
 #   κ1 = linear is S1's DeltaFormer and κ1 = zero is exactly S1's Transformer (U = V; a unit test checks the
