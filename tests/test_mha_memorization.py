@@ -306,9 +306,9 @@ def test_context_size_verdicts():
     assert claim.check_n1_collapse(table(lambda n: 20 * n, collapse=False)).verdict == NOT_REPRODUCED
 
 
-def _m8(full_rank=1.0, kruskal=20, estimate_offset=0):
+def _m8(full_rank=1.0, kruskal=20, estimate_offset=0, synthetic_full_rank=1.0):
     rows = [{"check": "assumption", "source": "synthetic U[0,1]", "positional": False, "n": 8,
-             "context_full_rank": 1.0, "kruskal_estimate": 64, "kruskal_needed": 8},
+             "context_full_rank": synthetic_full_rank, "kruskal_estimate": 64, "kruskal_needed": 8},
             {"check": "assumption", "source": "digits 2x2 patches", "positional": True, "n": 16,
              "context_full_rank": full_rank, "kruskal_estimate": kruskal, "kruskal_needed": 16},
             {"check": "assumption", "source": "digits 2x2 patches", "positional": False, "n": 16,
@@ -558,7 +558,8 @@ def test_saturation_is_a_sanity_check_decided_over_runs():
 
 def test_assumption_checks_falsified():
     """M8 keeps exact rules: a rank-deficient context, a Kruskal rank below n, an estimator that misreads."""
-    assert claim.check_context_rank(_m8(full_rank=0.0)).verdict in (NOT_REPRODUCED, PARTIALLY)  # synthetic row stays full rank
+    assert claim.check_context_rank(_m8(full_rank=0.0)).verdict == PARTIALLY  # the synthetic contexts still full rank
+    assert claim.check_context_rank(_m8(full_rank=0.0, synthetic_full_rank=0.0)).verdict == NOT_REPRODUCED
     assert claim.check_kruskal_real(_m8(kruskal=10)).verdict == NOT_REPRODUCED
     assert claim.check_kruskal_estimator(_m8(estimate_offset=-1)).verdict == NOT_REPRODUCED
 

@@ -455,6 +455,8 @@ def test_sanity_is_a_sanity_check_judged_run_by_run():
     assert result.verdict == REPRODUCED and result.kind == SANITY
     weak = table({**generalizes("deltaformer_linear"), **cells("softmax", chance, chance, at_1t=chance)})
     assert claim.sanity(weak).verdict == PARTIALLY  # the Transformer settled at chance at n = 3
+    nobody = table({**cells("deltaformer_linear", chance, chance, at_1t=chance), **cells("softmax", chance, chance, at_1t=chance)})
+    assert claim.sanity(nobody).verdict == NOT_REPRODUCED  # every model settled at chance at n = 3
     moving = table({**generalizes("deltaformer_linear"), **cells("softmax", chance, chance, at_1t=chance)},
                    stop_reason="max_steps")
     assert claim.sanity(moving).verdict == INCONCLUSIVE
