@@ -70,8 +70,9 @@
 #   training budget would give (the numbers stay in `measured`). The positive control and the linear half of
 #   `kernel` are not gates: a settled run below its threshold reads "not reproduced", one still improving is
 #   withheld. A length check (`published_deltaformer`, `construction`) counts a cell below its threshold
-#   only on runs that were not stopped early when they solved T_train (`followed` runs count): a run stopped
-#   the moment it solved T_train had its accuracy beyond T_train measured then, never followed until it settled. `protocol` counts a Transformer depth
+#   only on runs whose accuracy beyond T_train settled (`followed` runs count): a run stopped the moment it
+#   solved T_train had that accuracy measured then, and one still following it at its step limit (`follow_cap`
+#   budgets) had not settled either. `protocol` counts a Transformer depth
 #   that fails n = 5 at length 16 only if the same depth learned some n ≤ 4 at that length (else its
 #   failure is the recipe's at that length, whatever n is).
 # * **Decisions.** Each check names its law and the most plausible rival (the verdict table's `rival`).

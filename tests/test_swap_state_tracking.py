@@ -219,6 +219,26 @@ def test_following_beyond_t_train_trains_on_and_records_why_it_stopped():
     assert any("follow_multiplier" in p for p in experiment.check_config({"S1": bad}))
 
 
+def test_a_model_still_following_at_the_budget_goes_on_to_the_cap_and_the_others_are_unchanged():
+    """follow_cap: past `steps` only a model still following its accuracy beyond T_train trains on (here it never
+    settles, follow_checks being out of reach), up to follow_cap·steps, and is then `max_steps`; a model that had
+    not solved T_train stops at the budget with exactly the rows it has without the continuation."""
+    spec = dict(SMALL, n_objects=[2], T_train=2, curriculum_start=2, steps=150, lr=0.01, warmup_steps=5, batch=64,
+                eval_batches=2, check_every=10, stop_accuracy=0.99, stop_checks=2, models=["softmax", "deltanet_02"],
+                follow_multiplier=4, follow_checks=1000)
+    ctx = RunContext.create(claim="swap_state_tracking", experiment="S1", part="n2", tier="test")
+    plain = experiment.run("S1", spec, ctx)
+    capped = experiment.run("S1", dict(spec, follow_cap=2), ctx)
+    follows = lambda frame: frame[frame["mixer"] == "deltanet_02"]
+    stays = lambda frame: frame[frame["mixer"] == "softmax"].drop(
+        columns=["train_time_s", "wall_time_s", "job_steps", "follow_cap"]).reset_index(drop=True)
+    assert (follows(plain)["follow_checks_run"] > 0).all() and (follows(plain)["steps_run"] == 150).all()
+    assert (follows(capped)["steps_run"] == 300).all() and (follows(capped)["stop_reason"] == "max_steps").all()
+    assert (follows(capped)["follow_checks_run"] > follows(plain)["follow_checks_run"]).all()
+    assert (stays(plain)["follow_checks_run"] == 0).all()
+    pd.testing.assert_frame_equal(stays(plain), stays(capped))
+
+
 # ---- verdicts -------------------------------------------------------------------------------------
 # Synthetic tables at the noise the default tier measures. Seed spread of DeltaFormer (κ1 = linear) at
 # n = 3 on the default recipe (S1 config, seeds 0, 1, 2; measured for issue 21): accuracy at T_train
@@ -306,7 +326,14 @@ def test_length_checks_falsification(check, mixer):
         assert check(table(generalizes(mixer), rng=r, solved_stop="followed")).verdict == REPRODUCED
         # stopped when T_train was solved (the pipeline's early stop): a failure beyond it is withheld
         early = check(table(length_bound(mixer), rng=r))
-        assert early.verdict == INCONCLUSIVE and "stopped early when T_train was solved" in early.reason
+        assert early.verdict == INCONCLUSIVE and "stopped when T_train was solved" in early.reason
+        # still following its 4·T_train accuracy when the step limit came (follow_cap reached): withheld too
+        capped = table(length_bound(mixer), rng=r, solved_stop="max_steps")
+        capped["follow_checks_run"] = np.where(capped["stop_reason"] == "max_steps", 30, 0)
+        unsettled = check(capped)
+        assert unsettled.verdict == INCONCLUSIVE and "still following at the step limit" in unsettled.reason
+        assert check(table(generalizes(mixer), rng=r, solved_stop="max_steps").assign(
+            follow_checks_run=30)).verdict == REPRODUCED  # a cell that already passes needs no settling
     # the default tier's layout (2 seeds at n ∈ {4, 5}, df = 2): the rival is usually resolved, the law
     # needs cells near 1; neither ever reads the other's verdict
     rival = collections.Counter(check(table(length_bound(mixer), DEFAULT_SEEDS, rng=r, solved_stop="max_steps")).verdict

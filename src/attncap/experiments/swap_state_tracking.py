@@ -25,7 +25,10 @@ a per-part depth axis (a list for every model, or {mixer: [depths]}; part names 
 (last quarter of the swaps, own held-out stream) until that settles: `follow_checks` consecutive checks ≥
 `stop_accuracy`, or no gain above `follow_gain` in the best of the last `follow_checks` checks over the best
 before them (stop_reason `followed`); without it a solved model stops, and what it reaches beyond T_train is
-read at that moment, not where more training takes it.
+read at that moment, not where more training takes it. `follow_cap` (budgets, default 1) lets a model still
+following at the step budget go on at the schedule's final rate until its accuracy there settles, up to
+follow_cap·steps (`attncap.train.train_batched`'s continuation: the other models stop at the budget exactly as
+without it); one that reaches its step limit still following is `max_steps`, whatever its loss.
 S4 is the paper's own protocol (T_train = 16, a 1-layer DeltaFormer beside 1/2/4-layer Transformers) and
 the Transformer's in-distribution frontier (the curriculum's last length learned, per depth and n); S5 is
 DeltaFormer's readout beyond T_train (`readouts`: no positions, a learned temperature; see READOUTS).
@@ -67,9 +70,9 @@ DEFAULTS = {"tokens_per_swap": 1, "adam_betas": [0.9, 0.999], "curriculum_start"
             "check_batches": 2, "promote_accuracy": 0.95, "stop_accuracy": 0.99, "stop_checks": 10,
             "mixed_lengths": False, "positional": "rotary", "schedule": "cosine", "stage_steps": None, "stage_cap": None,
             "readout_temperature": False, "follow_multiplier": None, "follow_checks": 10, "follow_gain": 0.01,
-            "embed_std": None}
+            "follow_cap": 1, "embed_std": None}
 RECIPE_KEYS = ("mixed_lengths", "positional", "schedule", "stage_steps", "stage_cap", "readout_temperature",
-               "follow_multiplier", "embed_std")
+               "follow_multiplier", "follow_cap", "embed_std")
 EXPERIMENTS = ("S1", "S2", "S3", "S4", "S5")
 READOUTS = {
     "rotary": {"positional": "rotary", "readout_temperature": False},
@@ -207,12 +210,16 @@ means (the run's last 10% and the length's last 10% are different windows and di
 
 def stop_reason(stopped_early: bool, diverged: bool, steps_run: int, final_stage_step: int, loss: float,
                 loss_drop: float, lr_last10: float, followed: bool = False, settled: bool | None = None) -> str:
-    """One run's `stop_reason` (STOP_REASONS); `followed`: it stopped because its accuracy beyond T_train settled;
-    `settled`: the stage continuation's decision for a run it stopped (None: judge the run's last 10%)."""
+    """One run's `stop_reason` (STOP_REASONS); `followed`: it had solved T_train and was following its accuracy
+    beyond T_train (stopped early: that accuracy settled; not: the step limit came first, `max_steps` whatever the
+    loss, since what the length checks read never settled); `settled`: the stage continuation's decision for a
+    run it stopped (None: judge the run's last 10%)."""
     if diverged or not math.isfinite(loss):
         return "diverged"
     if stopped_early:
         return "followed" if followed else "solved"
+    if followed:
+        return "max_steps"
     if settled is not None:
         return "plateau" if settled else "max_steps"
     window = max(1, int(steps_run * 0.1))
@@ -412,8 +419,9 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                                                           final_query=False, tokens_per_swap=form)
                                                    for g in follow_gens], form, device)
             model.train()
+            past_budget = step + 1 > spec["steps"]  # only following models train on (`follow_cap`)
             for i, L in enumerate(lengths):
-                if done[i]:
+                if done[i] or (past_budget and following[i] is None):
                     continue
                 acc = float(last_quarter(curve[i], L))
                 checks[i].append(f"{step + 1}:{L}:{acc:.3f}")
@@ -458,9 +466,17 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         # A diverged model can only stay non-finite: stop spending steps on it.
         return done | diverged
 
+    # Past the budget only models still following their accuracy beyond T_train go on (`follow_cap`); every
+    # other model counts as certified there, so it stops at the budget as it would without a continuation.
+    continued = {}
+    if far and spec["follow_cap"] > 1:
+        continued = dict(max_steps=math.ceil(spec["follow_cap"] * spec["steps"]),
+                         check_every=spec["check_every"],
+                         until_certified=lambda history, model_steps: torch.tensor(
+                             [f is None for f in following], device=done.device) | done | diverged)
     start = time.perf_counter()
     result = train_batched(model, next_batch, loss_fn, settings, desc=f"swap {experiment} {context.part}",
-                           on_step=on_step)
+                           on_step=on_step, **continued)
     train_time = time.perf_counter() - start
     rows = evaluate(model, grid, n, spec, context.seed, device)
     wall = time.perf_counter() - start
