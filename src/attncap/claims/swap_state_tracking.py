@@ -445,13 +445,14 @@ def stopped_when_solved(frame, mixer: str, n) -> Certificate:
     unsettled = solved | ((reasons == "max_steps").to_numpy() & following)
     if not unsettled.any():
         return Certificate()
+    runs, names = rows[unsettled], _names(rows[unsettled])
     texts = []
-    for (_, r), name, early in zip(rows[unsettled].iterrows(), _names(rows[unsettled]), solved[unsettled]):
+    for (_, r), name, early in zip(runs.iterrows(), names, solved[unsettled]):
         what = "stopped when T_train was solved" if early else "still following at the step limit"
         steps = f", {int(r['steps_run'])} steps" if "steps_run" in r.index and pd.notna(r["steps_run"]) else ""
         texts.append(f"{name} ({what}{steps})")
     return Certificate.fail(STILL_MOVING, "accuracy beyond T_train never followed until it settled: " + listing(texts),
-                            _names(rows[unsettled]))
+                            names)
 
 
 def _length_check(check: Check, frame, mixer: str, ns) -> Check:
