@@ -483,7 +483,7 @@ if len(s4):
     ax.set_yscale("log", base=2)
     ax.set_xticks(sorted(frontier["n_objects"].unique()))
     ax.axvline(4.5, ls=":", color="grey", label="S_4 / S_5")
-    plotting.label(ax, "In-distribution frontier (longest length learned; bottom = none)", "objects n",
+    plotting.label(ax, "In-distribution frontier (longest length learned, seed minimum; bottom = none)", "objects n",
                    "longest training length learned", legend_title="model")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", title_fontsize="small")
     plotting.save(fig, figures, CLAIM, "frontier")
