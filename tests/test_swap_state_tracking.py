@@ -668,14 +668,14 @@ def test_stage_cap_continues_a_length_only_while_its_loss_falls(monkeypatch):
 
 
 def protocol_table(former=0.99, transformer=(0.4, 0.45, 0.5), learned_n3=(16, 16, 16), learned_n5=(4, 4, 4),
-                   learned_n4=(8, 8, 8), former_reason="solved", former_steps=3000, moving=()):
+                   learned_n4=(8, 8, 8), former_reason="solved", former_steps=3000, moving=(), seed=0):
     """Synthetic S4: DeltaFormer L1 and Transformers L1/L2/L4 at n = 3, 4, 5, T_train = 16 (one seed); the
     Transformer runs settled on a plateau, except the (depth, n) in `moving` (still improving at the cap)."""
     rows = []
 
     def add(mixer, layers, n, acc, learned, reason, steps=3000):
         for m in (1, 2, 4):
-            rows.append(dict(mixer=mixer, layers=layers, n_objects=n, seed=0, test_multiplier=m, acc=acc if m == 1 else
+            rows.append(dict(mixer=mixer, layers=layers, n_objects=n, seed=seed, test_multiplier=m, acc=acc if m == 1 else
                              1 / n, T_train=16, final_stage_T=16, eval_batches=8, batch=64, steps=steps, steps_run=steps,
                              learned_T=learned, train_accuracy=acc, final_train_loss=0.1, stop_reason=reason))
     for n in (3, 4, 5):
@@ -718,13 +718,14 @@ def test_protocol_needs_the_transformers_positive_control():
 
 
 def test_frontier_falsification_and_boundary_fallback():
-    """Law: per depth, n = 5's frontier is shorter than T* = min over n ≤ 4. Rival: n = 5 learned at T*."""
+    """Law: per depth, n = 5's frontier is shorter than T* = min over n ≤ 4. Rival: n = 5 learned at T*. The
+    law must hold at every depth ("more layers did not help"), as in S1's reading of `boundary`."""
     claimed = claim.frontier(protocol_table(learned_n3=(8, 16, 16), learned_n4=(8, 8, 16), learned_n5=(4, 4, 8)))
     assert claimed.verdict == REPRODUCED and claimed.measured["L4"]["T*"] == 16
     rival = claim.frontier(protocol_table(learned_n3=(4, 4, 4), learned_n4=(4, 4, 4), learned_n5=(4, 4, 4)))
     assert rival.verdict == NOT_REPRODUCED
-    mixed = claim.frontier(protocol_table(learned_n5=(4, 8, 4)))
-    assert mixed.verdict == PARTIALLY
+    mixed = claim.frontier(protocol_table(learned_n5=(4, 8, 4)))  # depth 2 learns n = 5 at its T* = 8
+    assert mixed.verdict == NOT_REPRODUCED
     # no length learned at n ≤ 4 (the positive control failed): withheld, never 'not reproduced'
     blind = claim.frontier(protocol_table(learned_n3=(0, 0, 0), learned_n5=(0, 0, 0)))
     assert blind.verdict == INCONCLUSIVE
@@ -761,6 +762,34 @@ def test_frontier_falsification_and_boundary_fallback():
     assert claim.boundary(s1).verdict == INCONCLUSIVE
     via = claim.boundary(s1, protocol_table(learned_n3=(8, 16, 16), learned_n4=(8, 8, 16), learned_n5=(4, 4, 8)))
     assert via.id == "boundary" and via.verdict == REPRODUCED and "S1 reason" in via.measured
+
+
+def test_frontier_decides_only_where_every_choice_of_seeds_agrees():
+    """Each frontier is a seed range: a depth is decided only when the outcome holds for every choice of
+    seeds, so a verdict cannot hang on which seed left a plateau (the flip between the two reference
+    machines: there both 2-layer seeds learned 8 at n = 3 and 4, here one of four did)."""
+    def two_seeds(first, second):
+        return pd.concat([protocol_table(**first, seed=0), protocol_table(**second, seed=1)], ignore_index=True)
+
+    line = dict(learned_n3=(8, 8, 16), learned_n4=(8, 8, 16), learned_n5=(4, 4, 8))
+    assert claim.frontier(two_seeds(line, line)).verdict == REPRODUCED
+    # one seed of depth 2 stays at 4 at n = 3: T* is 4 or 8, n = 5's 4 is short of one and not the other
+    stuck = dict(line, learned_n3=(8, 4, 16))
+    spread = claim.frontier(two_seeds(line, stuck))
+    assert spread.verdict == INCONCLUSIVE and "L2" in spread.reason and "seed spread" in spread.reason
+    assert spread.measured["L2"]["n=3"] == [4, 8] and spread.measured["L2"]["T*"] == [4, 8]
+    # a rival needs n = 5's worst seed at the best T*; with the seeds disagreeing at n = 5 the depth is open ...
+    wide = claim.frontier(two_seeds(dict(line, learned_n5=(4, 8, 8)), dict(line, learned_n5=(4, 4, 8))))
+    assert wide.verdict == INCONCLUSIVE and "L2" in wide.reason
+    # ... and a rival that every seed draws stands while another depth is inside the spread
+    every = dict(line, learned_n5=(8, 4, 8))
+    flat = claim.frontier(two_seeds(every, dict(every, learned_n3=(8, 4, 16))))
+    assert flat.verdict == NOT_REPRODUCED and "L2 inside the seed spread" in flat.reason
+    assert "decided on depth L1 and depth L4" in flat.reason or "decided on depth L1, depth L4" in flat.reason
+    # the figure's table carries both ends of each range
+    table = claim.frontier_table(two_seeds(line, stuck))
+    row = table[(table["mixer"] == "softmax") & (table["layers"] == 2) & (table["n_objects"] == 3)].iloc[0]
+    assert (row["seeds"], row["learned_T_min"], row["learned_T_max"]) == (2, 4, 8)
 
 
 def test_rounded_kernel_in_the_kernel_table():

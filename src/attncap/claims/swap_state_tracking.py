@@ -787,15 +787,18 @@ def recipe(frame: pd.DataFrame | None, mixer: str = TRANSFORMER) -> str:
 
 
 def frontier_table(frame: pd.DataFrame | None) -> pd.DataFrame:
-    """The in-distribution frontier: per (mixer, depth, n), the longest curriculum length a held-out check
-    passed at `promote_accuracy` (`learned_T`, seed-min), the accuracy at T_train, steps and stop reasons."""
-    cols = ["mixer", "layers", "n_objects", "learned_T", "T_train", "acc", "steps_run", "stop_reason"]
+    """The in-distribution frontier: per (mixer, depth, n), the seed range of the longest curriculum length
+    a held-out check passed at `promote_accuracy` (`learned_T_min`, `learned_T_max`), the accuracy at
+    T_train (seed mean), steps and stop reasons."""
+    cols = ["mixer", "layers", "n_objects", "seeds", "learned_T_min", "learned_T_max", "T_train", "acc", "steps_run",
+            "stop_reason"]
     if frame is None or frame.empty or "learned_T" not in frame:
         return pd.DataFrame(columns=cols)
     rows = frame[frame["test_multiplier"] == 1]
     out = rows.groupby(["mixer", "layers", "n_objects"], as_index=False).agg(
-        learned_T=("learned_T", "min"), T_train=("T_train", "first"), acc=("acc", "mean"),
-        steps_run=("steps_run", "max"), stop_reason=("stop_reason", lambda r: " ".join(sorted(set(map(str, r))))))
+        seeds=("seed", "nunique"), learned_T_min=("learned_T", "min"), learned_T_max=("learned_T", "max"),
+        T_train=("T_train", "first"), acc=("acc", "mean"), steps_run=("steps_run", "max"),
+        stop_reason=("stop_reason", lambda r: " ".join(sorted(set(map(str, r))))))
     return out[cols].sort_values(["mixer", "layers", "n_objects"]).reset_index(drop=True)
 
 
@@ -875,35 +878,45 @@ def frontier(frame: pd.DataFrame | None) -> Check:
     """The S_4/S_5 line in distribution (issue 22 §3, deciding `boundary`'s question where the Transformer
     learns): per Transformer depth, T* = the longest length learned at every n ≤ 4 (`learned_T`, the
     curriculum's frontier within its budget); the law is that n = 5 is not learned at T* (its frontier is
-    shorter), the rival that it is (no line between S_4 and S_5 at this length). A depth with T* = 0 (it
-    learned no length at n ≤ 4: the positive control failed) is withheld, and so is one whose outcome a run
-    still improving when its length budget ended could overturn; the other depths decide (FRONTIER_MIN_DEPTHS
-    for the claimed side, any one for the rival)."""
+    shorter), the rival that it is (no line between S_4 and S_5 at this length). Each frontier is a seed
+    range, and a depth decides only where every choice of seeds gives the same outcome (n = 5's best seed
+    short of T* at the other cells' worst seeds, or n = 5's worst seed at T* of their best); where the
+    range covers both outcomes the depth is not resolved, the seed-spread rule of the other checks, so
+    which seeds left a plateau cannot flip the verdict. A depth with no seed learning any length at some
+    n ≤ 4 (the positive control failed) is withheld, and so is one whose outcome a run still improving when
+    its length budget ended could overturn. Like S1's reading of `boundary`, the law must hold at every
+    depth ("more layers did not help"): a rival on any decided depth → not reproduced; every depth claimed
+    (at least FRONTIER_MIN_DEPTHS of them) → reproduced."""
     table = frontier_table(frame)
     table = table[table["mixer"] == TRANSFORMER]
     check = Check("frontier", "The Transformer's in-distribution frontier breaks between n = 4 and n = 5: at the "
                   "longest length it learns for every n ≤ 4, it does not learn n = 5.",
                   f"{PAPER}, Sec. 3.2 (the '5 objects' limit), read in distribution (issue 22)", {},
                   "per depth: learned_T(n = 5) < T* = min over n ≤ 4 of learned_T (the longest curriculum length "
-                  "passed at the promotion accuracy within the budget)",
-                  "per depth, exact comparison of curriculum lengths (each passed or not on a held-out check); every "
-                  "depth claimed → reproduced, every depth rival → not reproduced, some → partially", INCONCLUSIVE,
+                  "passed at the promotion accuracy within the budget), for every choice of seeds",
+                  "per depth, exact comparison of curriculum lengths (each passed or not on a held-out check) over "
+                  "the seed ranges: decided where every choice of seeds agrees, otherwise inside the seed spread; "
+                  "every depth claimed → reproduced, a rival on any depth → not reproduced", INCONCLUSIVE,
                   rival="no line at S_4/S_5 in distribution: n = 5 is learned at T* as well (learned_T(5) ≥ T*)")
     if not len(table):
         return gate(check, LEARNED_PRECONDITION, Certificate.fail(MISSING, "no Transformer frontier runs (S4)"))
+
+    def seed_range(low, high):
+        return int(low) if low == high else [int(low), int(high)]
+
     outcomes, withheld, measured = {}, [], {}
     for depth, rows in table.groupby("layers"):
-        by_n = {int(r["n_objects"]): int(r["learned_T"]) for _, r in rows.iterrows()}
-        low = [by_n[n] for n in FRONTIER_LOW if n in by_n]
+        lo = {int(r["n_objects"]): int(r["learned_T_min"]) for _, r in rows.iterrows()}
+        hi = {int(r["n_objects"]): int(r["learned_T_max"]) for _, r in rows.iterrows()}
         key = f"L{int(depth)}"
-        measured[key] = {f"n={n}": t for n, t in sorted(by_n.items())}
-        if len(low) < len(FRONTIER_LOW) or 5 not in by_n:
+        measured[key] = {f"n={n}": seed_range(lo[n], hi[n]) for n in sorted(lo)}
+        if any(n not in lo for n in FRONTIER_LOW) or 5 not in lo:
             withheld.append(Certificate.fail(MISSING, f"{key}: runs at n ∈ {{3, 4, 5}} missing", [key]))
             continue
-        t_star = min(low)
-        measured[key]["T*"] = t_star
-        if t_star == 0:
-            missed = [n for n in FRONTIER_LOW if by_n[n] == 0]
+        t_low, t_high = min(lo[n] for n in FRONTIER_LOW), min(hi[n] for n in FRONTIER_LOW)
+        measured[key]["T*"] = seed_range(t_low, t_high)
+        if t_high == 0:
+            missed = [n for n in FRONTIER_LOW if hi[n] == 0]
             withheld.append(Certificate.fail(STILL_MOVING, f"{key} learned no length at n = {missed} (positive control "
                                              f"failed; {recipe(frame)})", [key]))
             continue
@@ -912,29 +925,34 @@ def frontier(frame: pd.DataFrame | None) -> Check:
         # only grow), and for "n = 5 learned at T*" the n ≤ 4 runs setting T* (n = 5 can only grow).
         settled = {int(r["n_objects"]): all(s in SETTLED for s in str(r["stop_reason"]).split())
                    for _, r in rows.iterrows()}
-        setters = [n for n in FRONTIER_LOW if by_n[n] == t_star]
-        if by_n[5] < t_star and not settled[5]:
-            withheld.append(Certificate.fail(STILL_MOVING, f"{key}: n = 5 learned {by_n[5]} < T* = {t_star} but was "
+        setters = [n for n in FRONTIER_LOW if hi[n] == t_high]
+        outcome = CLAIMED if hi[5] < t_low else RIVAL if lo[5] >= t_high else NOT_RESOLVED
+        if outcome == CLAIMED and not settled[5]:
+            withheld.append(Certificate.fail(STILL_MOVING, f"{key}: n = 5 learned {hi[5]} < T* = {t_low} but was "
                                              f"still improving when its length budget ended ({recipe(frame)})", [key]))
-        elif by_n[5] >= t_star and not any(settled[n] for n in setters):
-            withheld.append(Certificate.fail(STILL_MOVING, f"{key}: n = 5 learned T* = {t_star}, but n = {setters} "
+        elif outcome == RIVAL and not any(settled[n] for n in setters):
+            withheld.append(Certificate.fail(STILL_MOVING, f"{key}: n = 5 learned T* = {t_high}, but n = {setters} "
                                              f"{'was' if len(setters) == 1 else 'were'} still improving at the next "
                                              f"length when the budget ended, so T* may be longer ({recipe(frame)})",
                                              [key]))
         else:
-            outcomes[key] = CLAIMED if by_n[5] < t_star else RIVAL
+            outcomes[key] = outcome
     check.measured = {**measured, "recipe": recipe(frame)}
     withheld = Certificate.combine(withheld)
-    precondition = (f"each depth learned some length at every n ≤ 4 (its positive control), and the runs that "
-                    f"could overturn its outcome settled; a depth short of either is left out when at least "
-                    f"{FRONTIER_MIN_DEPTHS} depths decide (a rival on any decided depth stands)")
-    enough = withheld.ok or (MISSING not in withheld.kinds and len(outcomes) >= FRONTIER_MIN_DEPTHS)
-    check = _settle(check, outcomes, Certificate() if enough else withheld, precondition, "frontier comparisons")
-    if check.verdict != INCONCLUSIVE and not withheld.ok:
-        # A depth left out (its control failed, or more budget could overturn its outcome) is no evidence either
-        # way: the decided depths stand, and the reason names the others.
-        check.measured.setdefault("withheld", withheld.text)
-        check.reason = f"decided on {listing([f'depth {k}' for k in outcomes])}; left out: {withheld.text}"
+    decided = [k for k, v in outcomes.items() if v != NOT_RESOLVED]
+    precondition = (f"each depth learned some length at every n ≤ 4 in some seed (its positive control), and the "
+                    f"runs that could overturn its outcome settled; a depth short of either is left out when at "
+                    f"least {FRONTIER_MIN_DEPTHS} depths decide (a rival on any decided depth stands)")
+    enough = withheld.ok or (MISSING not in withheld.kinds and len(decided) >= FRONTIER_MIN_DEPTHS)
+    check = _settle(check, outcomes, Certificate() if enough else withheld, precondition,
+                    "frontier comparisons over the seed ranges", every=True)
+    if check.verdict != INCONCLUSIVE and (not withheld.ok or len(decided) < len(outcomes)):
+        # A depth left out (its control failed, more budget could overturn its outcome, or its seeds disagree)
+        # is no evidence either way: the decided depths stand, and the reason names the others.
+        left = [withheld.text] if not withheld.ok else []
+        left += [f"depth {k} inside the seed spread" for k, v in outcomes.items() if v == NOT_RESOLVED]
+        check.measured.setdefault("withheld", "; ".join(left))
+        check.reason = f"decided on {listing([f'depth {k}' for k in decided])}; left out: {'; '.join(left)}"
     return check
 
 
