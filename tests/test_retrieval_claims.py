@@ -516,6 +516,18 @@ def test_relu_snr_below_exp_is_refused():
     assert check.measured["outcomes"]["above exp (gamma=1) at d=64"] == "rival"
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_relu_snr_whole_rival_reads_not_reproduced(seed):
+    """Every part's rival at once (coherent N² crosstalk, the floor law in d, ReLU below exp at the largest d):
+    nothing claimed, so 'not reproduced', not the 'partially' a single rival part gives. (The per-pair law in d
+    assumes noise linear in N, so under N² crosstalk neither d-law fits and that part may stay unresolved.)"""
+    check = rc.relu_snr_linear_in_n(e2_table(lambda d: 1e-11 * FLOOR(d), n_power=2.0, seed=seed))
+    outcomes = check.measured["outcomes"]
+    assert "claimed" not in outcomes.values() and outcomes["above exp (gamma=1) at d=64"] == "rival", outcomes
+    assert all(v == "rival" for k, v in outcomes.items() if k.startswith("N-exponent"))
+    assert check.verdict == NOT_REPRODUCED and "the rival won" in check.reason
+
+
 def test_relu_snr_missing_rows_and_narrow_grids_are_inconclusive():
     table = e2_table(FLOOR)
     assert rc.relu_snr_linear_in_n(table[table["kernel"] != "relu"]).verdict == INCONCLUSIVE
