@@ -737,8 +737,12 @@ def test_frontier_falsification_and_boundary_fallback():
     # a rival on one decided depth stands, naming the depths left out
     one_rival = claim.frontier(protocol_table(learned_n3=(4, 8, 4), learned_n4=(4, 4, 8), learned_n5=(4, 4, 8),
                                               moving=[(2, 3), (2, 4), (4, 3)]))
-    assert one_rival.verdict == NOT_REPRODUCED and "decided on depth L1;" in one_rival.reason
-    assert "L2" in one_rival.reason and "L4" in one_rival.reason
+    assert one_rival.verdict == NOT_REPRODUCED and "decided on depth L1, depth L4 (rival at" in one_rival.reason
+    assert "left out: L2" in one_rival.reason  # L2's n = 4 still moving could lift T* past n = 5's 4
+    # L4's n = 3 is still moving, but n = 4 settled at 8 caps T* at n = 5's 8 for good: that rival stands
+    capped = claim.frontier(protocol_table(learned_n3=(4, 8, 16), learned_n4=(8, 8, 16), learned_n5=(8, 4, 8),
+                                           moving=[(1, 3)]))
+    assert capped.verdict == NOT_REPRODUCED and "withheld" not in capped.measured
     # ... but one depth with a control is too few to decide the claimed side without the others
     lone = claim.frontier(protocol_table(learned_n3=(4, 0, 8), learned_n4=(0, 8, 8), learned_n5=(0, 0, 4)))
     assert lone.verdict == INCONCLUSIVE and "positive control failed" in lone.reason
@@ -786,6 +790,12 @@ def test_frontier_decides_only_where_every_choice_of_seeds_agrees():
     flat = claim.frontier(two_seeds(every, dict(every, learned_n3=(8, 4, 16))))
     assert flat.verdict == NOT_REPRODUCED and "L2 inside the seed spread" in flat.reason
     assert "decided on depth L1 and depth L4" in flat.reason or "decided on depth L1, depth L4" in flat.reason
+    # a seed that learned nothing at some n ≤ 4 leaves its depth without a positive control: left out, not
+    # counted as inside the seed spread, so the other depths decide
+    blind = claim.frontier(two_seeds(line, dict(line, learned_n3=(8, 0, 16))))
+    assert blind.verdict == REPRODUCED and "positive control failed" in blind.reason and "L2" in blind.reason
+    # the depths inside the spread are listed in measured as well as in the reason
+    assert "L2 inside the seed spread" in spread.measured["withheld"] and "L2" in flat.measured["withheld"]
     # the figure's table carries both ends of each range
     table = claim.frontier_table(two_seeds(line, stuck))
     row = table[(table["mixer"] == "softmax") & (table["layers"] == 2) & (table["n_objects"] == 3)].iloc[0]

@@ -922,19 +922,26 @@ def frontier(frame: pd.DataFrame | None) -> Check:
             continue
         # A frontier ended by the length budget while still improving (stop_reason max_steps) could still move;
         # only the side that could overturn the outcome must have settled: n = 5 for "shorter than T*" (T* can
-        # only grow), and for "n = 5 learned at T*" the n ≤ 4 runs setting T* (n = 5 can only grow).
+        # only grow), and for "n = 5 learned at T*" some n ≤ 4 whose every seed settled at or below n = 5's
+        # worst seed (it caps T* there for good; n = 5 can only grow).
         settled = {int(r["n_objects"]): all(s in SETTLED for s in str(r["stop_reason"]).split())
                    for _, r in rows.iterrows()}
-        setters = [n for n in FRONTIER_LOW if hi[n] == t_high]
         outcome = CLAIMED if hi[5] < t_low else RIVAL if lo[5] >= t_high else NOT_RESOLVED
+        cappers = [n for n in FRONTIER_LOW if hi[n] <= lo[5]]
         if outcome == CLAIMED and not settled[5]:
             withheld.append(Certificate.fail(STILL_MOVING, f"{key}: n = 5 learned {hi[5]} < T* = {t_low} but was "
                                              f"still improving when its length budget ended ({recipe(frame)})", [key]))
-        elif outcome == RIVAL and not any(settled[n] for n in setters):
-            withheld.append(Certificate.fail(STILL_MOVING, f"{key}: n = 5 learned T* = {t_high}, but n = {setters} "
-                                             f"{'was' if len(setters) == 1 else 'were'} still improving at the next "
+        elif outcome == RIVAL and not any(settled[n] for n in cappers):
+            withheld.append(Certificate.fail(STILL_MOVING, f"{key}: n = 5 learned T* = {t_high}, but n = {cappers} "
+                                             f"{'was' if len(cappers) == 1 else 'were'} still improving at the next "
                                              f"length when the budget ended, so T* may be longer ({recipe(frame)})",
                                              [key]))
+        elif outcome == NOT_RESOLVED and t_low == 0:
+            # some seed learned nothing at an n ≤ 4: with that seed the depth has no positive control, and
+            # only a rival drawn by every seed could still decide it
+            missed = [n for n in FRONTIER_LOW if lo[n] == 0]
+            withheld.append(Certificate.fail(STILL_MOVING, f"{key}: a seed learned no length at n = {missed} (its "
+                                             f"positive control failed; {recipe(frame)})", [key]))
         else:
             outcomes[key] = outcome
     check.measured = {**measured, "recipe": recipe(frame)}
@@ -946,13 +953,19 @@ def frontier(frame: pd.DataFrame | None) -> Check:
     enough = withheld.ok or (MISSING not in withheld.kinds and len(decided) >= FRONTIER_MIN_DEPTHS)
     check = _settle(check, outcomes, Certificate() if enough else withheld, precondition,
                     "frontier comparisons over the seed ranges", every=True)
-    if check.verdict != INCONCLUSIVE and (not withheld.ok or len(decided) < len(outcomes)):
-        # A depth left out (its control failed, more budget could overturn its outcome, or its seeds disagree)
-        # is no evidence either way: the decided depths stand, and the reason names the others.
-        left = [withheld.text] if not withheld.ok else []
-        left += [f"depth {k} inside the seed spread" for k, v in outcomes.items() if v == NOT_RESOLVED]
-        check.measured.setdefault("withheld", "; ".join(left))
-        check.reason = f"decided on {listing([f'depth {k}' for k in decided])}; left out: {'; '.join(left)}"
+    spread = [f"depth {k} inside the seed spread" for k, v in outcomes.items() if v == NOT_RESOLVED]
+    left = ([withheld.text] if not withheld.ok else []) + spread
+    if left:
+        check.measured["withheld"] = "; ".join(left)
+    if check.verdict != INCONCLUSIVE and left:
+        # A depth left out (its control failed or more budget could overturn its outcome) is no evidence either
+        # way, and neither is one inside the seed spread: a rival on a decided depth stands, and the reason
+        # names the others (a depth inside the spread keeps the claimed side from passing: `tally`).
+        rivals = [k for k, v in outcomes.items() if v == RIVAL]
+        rival_at = f" (rival at {listing([f'depth {k}' for k in rivals])})" if rivals else ""
+        check.reason = f"decided on {listing([f'depth {k}' for k in decided])}{rival_at}; left out: {'; '.join(left)}"
+    elif check.verdict == INCONCLUSIVE and spread and not all(s in check.reason for s in spread):
+        check.reason = f"{check.reason}; {'; '.join(s for s in spread if s not in check.reason)}"
     return check
 
 
