@@ -781,6 +781,7 @@ def test_frontier_decides_only_where_every_choice_of_seeds_agrees():
     stuck = dict(line, learned_n3=(8, 4, 16))
     spread = claim.frontier(two_seeds(line, stuck))
     assert spread.verdict == INCONCLUSIVE and "L2" in spread.reason and "seed spread" in spread.reason
+    assert spread.reason.count("inside the seed spread") == 1  # named once, by the not-resolved reason
     assert spread.measured["L2"]["n=3"] == [4, 8] and spread.measured["L2"]["T*"] == [4, 8]
     # a rival needs n = 5's worst seed at the best T*; with the seeds disagreeing at n = 5 the depth is open ...
     wide = claim.frontier(two_seeds(dict(line, learned_n5=(4, 8, 8)), dict(line, learned_n5=(4, 4, 8))))

@@ -906,8 +906,8 @@ def frontier(frame: pd.DataFrame | None) -> Check:
 
     outcomes, withheld, measured = {}, [], {}
     for depth, rows in table.groupby("layers"):
-        lo = {int(r["n_objects"]): int(r["learned_T_min"]) for _, r in rows.iterrows()}
-        hi = {int(r["n_objects"]): int(r["learned_T_max"]) for _, r in rows.iterrows()}
+        by_n = rows.set_index(rows["n_objects"].astype(int))
+        lo, hi = by_n["learned_T_min"].astype(int).to_dict(), by_n["learned_T_max"].astype(int).to_dict()
         key = f"L{int(depth)}"
         measured[key] = {f"n={n}": seed_range(lo[n], hi[n]) for n in sorted(lo)}
         if any(n not in lo for n in FRONTIER_LOW) or 5 not in lo:
@@ -924,8 +924,7 @@ def frontier(frame: pd.DataFrame | None) -> Check:
         # only the side that could overturn the outcome must have settled: n = 5 for "shorter than T*" (T* can
         # only grow), and for "n = 5 learned at T*" some n ≤ 4 whose every seed settled at or below n = 5's
         # worst seed (it caps T* there for good; n = 5 can only grow).
-        settled = {int(r["n_objects"]): all(s in SETTLED for s in str(r["stop_reason"]).split())
-                   for _, r in rows.iterrows()}
+        settled = {n: all(s in SETTLED for s in str(reasons).split()) for n, reasons in by_n["stop_reason"].items()}
         outcome = CLAIMED if hi[5] < t_low else RIVAL if lo[5] >= t_high else NOT_RESOLVED
         cappers = [n for n in FRONTIER_LOW if hi[n] <= lo[5]]
         if outcome == CLAIMED and not settled[5]:
@@ -964,8 +963,8 @@ def frontier(frame: pd.DataFrame | None) -> Check:
         rivals = [k for k, v in outcomes.items() if v == RIVAL]
         rival_at = f" (rival at {listing([f'depth {k}' for k in rivals])})" if rivals else ""
         check.reason = f"decided on {listing([f'depth {k}' for k in decided])}{rival_at}; left out: {'; '.join(left)}"
-    elif check.verdict == INCONCLUSIVE and spread and not all(s in check.reason for s in spread):
-        check.reason = f"{check.reason}; {'; '.join(s for s in spread if s not in check.reason)}"
+    elif check.verdict == INCONCLUSIVE and spread and not enough:
+        check.reason = f"{check.reason}; {'; '.join(spread)}"  # the gate's reason names only the withheld depths
     return check
 
 
