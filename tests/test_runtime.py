@@ -50,3 +50,16 @@ def test_jobs_flush_subnormal_floats_to_zero():
     finally:
         torch.set_flush_denormal(False)
         torch.set_num_threads(threads)
+
+
+def test_jobs_compute_deterministically_without_loading_the_compiler():
+    """configure_torch turns on torch's deterministic algorithms (warn only) without importing torch._inductor,
+    which `use_deterministic_algorithms` would load (a second of every job's start-up for a compiler it never uses)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, torch; from attncap.runtime import configure_torch; configure_torch(1, 0); "
+             "print(torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(), "
+             "'torch._inductor' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "True", "False"]

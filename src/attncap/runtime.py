@@ -138,7 +138,10 @@ def configure_torch(threads: int, seed: int | None = None) -> None:
     torch.set_num_threads(max(1, int(threads)))
     with contextlib.suppress(RuntimeError):
         torch.set_num_interop_threads(1)
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    # the same switch as use_deterministic_algorithms(True, warn_only=True), without that call's import of the
+    # compiler's config (torch._inductor pulls in torch._dynamo: 1.0 s of every job's 4 s start-up); a job that
+    # compiles sets the compiler's flag where it compiles (attncap.train.compiled_or_eager)
+    torch.set_deterministic_debug_mode("warn")
     torch.set_flush_denormal(FLUSH_DENORMAL)
     if seed is not None:
         torch.manual_seed(seed)

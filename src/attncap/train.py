@@ -64,6 +64,7 @@ def compiled_or_eager(model: nn.Module, enabled: bool) -> nn.Module:
     if not enabled:
         return model
     try:
+        torch.use_deterministic_algorithms(True, warn_only=True)  # also makes the compiled kernels deterministic
         return torch.compile(model)
     except Exception as error:  # noqa: BLE001 - any failure to set up compilation means: train eagerly
         _log_fallback(error)
