@@ -815,9 +815,11 @@ def protocol(frame: pd.DataFrame | None) -> Check:
                   "(at the same width and step budget).", f"{PAPER}, Sec. 3.2", {},
                   f"the 1-layer DeltaFormer ≥ {SUCCESS} and every Transformer depth < {SUCCESS} at n = {PROTOCOL_N}, "
                   f"T_test = T_train = {PROTOCOL_T}",
-                  f"per run against {SUCCESS} ± {Z_EVAL:.2f} binomial standard errors of its held-out evaluation; "
-                  "DeltaFormer claimed and every depth claimed → reproduced, any rival → not reproduced (both sides "
-                  "rival) or partially", INCONCLUSIVE,
+                  f"per run against {SUCCESS}, with the binomial standard error of its held-out evaluation: the claimed "
+                  f"side at ± {Z_EVAL:.2f} SE per run, a Transformer at or above {SUCCESS} (the rival) at 1 − 0.05/runs "
+                  "(Bonferroni: a false rival in some run ≤ 2.5% per check); a Transformer below counts only after at "
+                  "least the DeltaFormer's steps (the same budget); DeltaFormer claimed and every depth claimed → "
+                  "reproduced, any rival → not reproduced (both sides rival) or partially", INCONCLUSIVE,
                   rival=f"depth helps the Transformer (some depth ≥ {SUCCESS} at n = {PROTOCOL_N}, T = {PROTOCOL_T} "
                   f"within the budget), or the 1-layer DeltaFormer does not track them (a settled run below {SUCCESS})")
     former = _depth_rows(frame, DELTAFORMER, PROTOCOL_N)
@@ -833,7 +835,12 @@ def protocol(frame: pd.DataFrame | None) -> Check:
     for _, row in former.iterrows():
         measured["steps_run"][f"DeltaFormer L1 seed={int(row['seed'])}"] = int(row["steps_run"])
     withheld = [former_withheld]
-    flip = {CLAIMED: RIVAL, RIVAL: CLAIMED, NOT_RESOLVED: NOT_RESOLVED}
+    # A Transformer at or above SUCCESS is the rival: resolved at 1 − 0.05/runs (Bonferroni over the check's runs, a
+    # false rival somewhere ≤ 2.5% per check, as the cell rule of S1); below it, the claim at Z_EVAL per run.
+    z_rival = float(stats.norm.ppf(1 - 0.025 / (len(former) + len(transformer))))
+    measured["z_rival"] = round(z_rival, 3)
+    # "within the same step budget": a Transformer below SUCCESS counts only after the DeltaFormer's own steps
+    former_steps = int(former["steps_run"].max())
     for depth, rows in transformer.groupby("layers"):
         control = control_length(frame, depth)
         learned_control = control >= PROTOCOL_T
@@ -845,15 +852,19 @@ def protocol(frame: pd.DataFrame | None) -> Check:
             if not math.isfinite(acc):
                 withheld.append(Certificate.fail(DIVERGED, f"{name} diverged", [name]))
                 continue
-            noise = Z_EVAL * eval_margin(row)
-            tracks = CLAIMED if acc - noise >= SUCCESS else RIVAL if acc + noise < SUCCESS else NOT_RESOLVED
+            se = eval_margin(row)
+            tracks = CLAIMED if acc - z_rival * se >= SUCCESS else RIVAL if acc + Z_EVAL * se < SUCCESS else NOT_RESOLVED
+            if tracks == RIVAL and int(row["steps_run"]) < former_steps:
+                withheld.append(Certificate.fail(TOO_SHORT, f"{name} below {SUCCESS} after {int(row['steps_run'])} "
+                                                 f"steps, fewer than the DeltaFormer's {former_steps}", [name]))
+                continue
             if tracks == RIVAL and not learned_control:
                 withheld.append(Certificate.fail(UNDER_TRAINED, f"{name} below {SUCCESS} at n = {PROTOCOL_N}, but the "
                                                  f"same depth learned no n ≤ 4 at length {PROTOCOL_T} either (longest "
                                                  f"learned: {control}), so the failure is the recipe's at this length, "
                                                  f"not shown to be S_5's ({recipe(frame)})", [name]))
                 continue
-            outcomes[name] = flip[tracks]
+            outcomes[name] = {CLAIMED: RIVAL, RIVAL: CLAIMED, NOT_RESOLVED: NOT_RESOLVED}[tracks]
     check.measured = measured
     check = _settle(check, outcomes, Certificate.combine(withheld), SETTLED_PRECONDITION + "; a Transformer depth "
                     f"below the threshold counts only beside its positive control: the same depth and recipe learned "
@@ -882,8 +893,9 @@ def frontier(frame: pd.DataFrame | None) -> Check:
     range, and a depth decides only where every choice of seeds gives the same outcome (n = 5's best seed
     short of T* at the other cells' worst seeds, or n = 5's worst seed at T* of their best); where the
     range covers both outcomes the depth is not resolved, the seed-spread rule of the other checks, so
-    which seeds left a plateau cannot flip the verdict. A depth with no seed learning any length at some
-    n ≤ 4 (the positive control failed) is withheld, and so is one whose outcome a run still improving when
+    which seeds left a plateau cannot flip the verdict. A depth whose n ≤ 4 frontier never passes the
+    curriculum's first length in any seed is withheld (its positive control failed: every n learns that
+    length, S3, and the line predicts nothing there), and so is one whose outcome a run still improving when
     its length budget ended could overturn. Like S1's reading of `boundary`, the law must hold at every
     depth ("more layers did not help"): a rival on any decided depth → not reproduced; every depth claimed
     (at least FRONTIER_MIN_DEPTHS of them) → reproduced."""
@@ -904,6 +916,8 @@ def frontier(frame: pd.DataFrame | None) -> Check:
     def seed_range(low, high):
         return int(low) if low == high else [int(low), int(high)]
 
+    # the curriculum's first length (learned by every n: S3's control); a frontier must pass it to show anything
+    start = int(frame["curriculum_start"].min()) if "curriculum_start" in frame else 0
     outcomes, withheld, measured = {}, [], {}
     for depth, rows in table.groupby("layers"):
         by_n = rows.set_index(rows["n_objects"].astype(int))
@@ -915,10 +929,14 @@ def frontier(frame: pd.DataFrame | None) -> Check:
             continue
         t_low, t_high = min(lo[n] for n in FRONTIER_LOW), min(hi[n] for n in FRONTIER_LOW)
         measured[key]["T*"] = seed_range(t_low, t_high)
-        if t_high == 0:
-            missed = [n for n in FRONTIER_LOW if hi[n] == 0]
-            withheld.append(Certificate.fail(STILL_MOVING, f"{key} learned no length at n = {missed} (positive control "
-                                             f"failed; {recipe(frame)})", [key]))
+        if t_high <= start:
+            # The curriculum's first length is one every n learns (S3: n = 5 at T = 4), and at a length that short
+            # the law predicts no failure: a frontier that never passes it is no positive control for the line.
+            missed = [n for n in FRONTIER_LOW if hi[n] <= start]
+            withheld.append(Certificate.fail(STILL_MOVING, f"{key} learned no length beyond the curriculum's first "
+                                             f"(T = {start}) at n = {missed} in any seed, a length every n learns, "
+                                             f"where the line predicts nothing (positive control failed; "
+                                             f"{recipe(frame)})", [key]))
             continue
         # A frontier ended by the length budget while still improving (stop_reason max_steps) could still move;
         # only the side that could overturn the outcome must have settled: n = 5 for "shorter than T*" (T* can
@@ -935,18 +953,20 @@ def frontier(frame: pd.DataFrame | None) -> Check:
                                              f"{'was' if len(cappers) == 1 else 'were'} still improving at the next "
                                              f"length when the budget ended, so T* may be longer ({recipe(frame)})",
                                              [key]))
-        elif outcome == NOT_RESOLVED and t_low == 0:
-            # some seed learned nothing at an n ≤ 4: with that seed the depth has no positive control, and
-            # only a rival drawn by every seed could still decide it
-            missed = [n for n in FRONTIER_LOW if lo[n] == 0]
-            withheld.append(Certificate.fail(STILL_MOVING, f"{key}: a seed learned no length at n = {missed} (its "
-                                             f"positive control failed; {recipe(frame)})", [key]))
+        elif outcome == NOT_RESOLVED and t_low <= start:
+            # some seed learned nothing beyond the first length at an n ≤ 4: with that seed the depth has no
+            # positive control, and only a rival drawn by every seed could still decide it
+            missed = [n for n in FRONTIER_LOW if lo[n] <= start]
+            withheld.append(Certificate.fail(STILL_MOVING, f"{key}: a seed learned no length beyond the curriculum's "
+                                             f"first (T = {start}) at n = {missed} (its positive control failed; "
+                                             f"{recipe(frame)})", [key]))
         else:
             outcomes[key] = outcome
     check.measured = {**measured, "recipe": recipe(frame)}
     withheld = Certificate.combine(withheld)
     decided = [k for k, v in outcomes.items() if v != NOT_RESOLVED]
-    precondition = (f"each depth learned some length at every n ≤ 4 in some seed (its positive control), and the "
+    precondition = (f"each depth learned a length beyond the curriculum's first at every n ≤ 4 in some seed (its "
+                    f"positive control: every n learns the first), and the "
                     f"runs that could overturn its outcome settled; a depth short of either is left out when at "
                     f"least {FRONTIER_MIN_DEPTHS} depths decide (a rival on any decided depth stands)")
     enough = withheld.ok or (MISSING not in withheld.kinds and len(decided) >= FRONTIER_MIN_DEPTHS)
