@@ -323,7 +323,11 @@ def _m8(full_rank=1.0, kruskal=20, estimate_offset=0, synthetic_full_rank=1.0):
 def test_assumption_verdicts():
     assert claim.check_context_rank(_m8()).verdict == REPRODUCED
     assert claim.check_context_rank(_m8(full_rank=0.7)).verdict == PARTIALLY
-    assert claim.check_kruskal_real(_m8()).verdict == REPRODUCED
+    # an unproven sampled estimate ≥ n is what a sparse dependency also gives: not resolved; a proof decides
+    unproven = claim.check_kruskal_real(_m8())
+    assert unproven.verdict == INCONCLUSIVE and "only from above" in unproven.reason
+    assert claim.check_kruskal_real(_m8().assign(kruskal_proven=True)).verdict == REPRODUCED
+    assert claim.check_kruskal_real(_m8().assign(coherence_bound=16)).verdict == REPRODUCED
     assert claim.check_kruskal_real(_m8(kruskal=10)).verdict == NOT_REPRODUCED
     assert claim.check_kruskal_estimator(_m8()).verdict == REPRODUCED
     assert claim.check_kruskal_estimator(_m8(estimate_offset=1)).verdict == NOT_REPRODUCED

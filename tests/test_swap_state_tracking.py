@@ -429,11 +429,13 @@ def test_published_transformer_falsification():
     assert result.verdict == INCONCLUSIVE and "would be 'reproduced'" in result.reason
 
 
-def kernel_tables(exp_acc, linear_acc=1.0, linear_stop="plateau", exp_loss=0.01, seeds=2):
+def kernel_tables(exp_acc, linear_acc=1.0, linear_stop="plateau", exp_loss=0.01, seeds=2, exp_stop=None):
     s1 = table({**cells("deltaformer_linear", lambda n: SOLVED, lambda n: SOLVED,
                         at_1t=lambda n: (linear_acc, 0.0001))}, {n: seeds for n in NS}, stop_reason=linear_stop)
     s2 = table({("deltaformer_exp", 5): {1: (exp_acc, EDGE), 2: (exp_acc, EDGE), 4: (exp_acc, EDGE)}}, {5: 1})
     s2["final_train_loss"] = exp_loss
+    if exp_stop is not None:
+        s2["stop_reason"] = exp_stop
     return s1, s2
 
 
@@ -450,6 +452,18 @@ def test_kernel_falsification():
     assert result.verdict == INCONCLUSIVE and "still improving" in result.reason
     assert claim.kernel(*kernel_tables(exp_acc=math.nan, exp_loss=math.nan)).verdict == INCONCLUSIVE
     assert claim.kernel(paper_like(), None).verdict == INCONCLUSIVE
+
+
+def test_kernel_needs_a_settled_exp_failure():
+    """exp's failure to learn is the measurement: cut off while still improving (the reference's exp run, stuck at
+    length 8 after 3000 steps with its loss falling), the rival 'κ1 only slows learning' fits it too, so the gap is
+    withheld and the reason names the verdict at equal budget. An exp run that already tracks is the rival whatever
+    its state (more steps cannot undo it)."""
+    moving = claim.kernel(*kernel_tables(exp_acc=0.21, exp_stop="max_steps"))
+    assert moving.verdict == INCONCLUSIVE and "κ1 = exp not settled" in moving.reason
+    assert "at equal training budget the verdict would be 'reproduced'" in moving.reason
+    assert claim.kernel(*kernel_tables(exp_acc=0.21, exp_stop="plateau")).verdict == REPRODUCED
+    assert claim.kernel(*kernel_tables(exp_acc=0.99, exp_stop="max_steps")).verdict == PARTIALLY
 
 
 def test_control_is_a_positive_control_not_a_gate():
@@ -644,6 +658,25 @@ def test_recipe_run_records_depth_frontier_and_stage_budget():
     assert (rows["steps_run"] < 40).all() and (rows["final_stage_T"] == 2).all()
     again = experiment.run("S4", spec, ctx)
     pd.testing.assert_frame_equal(rows[["acc", "final_train_loss", "steps_run"]], again[["acc", "final_train_loss", "steps_run"]])
+
+
+def test_continue_cap_certifies_a_failure_to_learn(monkeypatch):
+    """A model that has not solved T_train by the budget goes on (at the final rate) while its loss still falls, up to
+    continue_cap budgets, and that one decision labels it: at the cap still falling `max_steps`, settled before it
+    `plateau`. Without the option the run stops at the budget exactly as before."""
+    from attncap.claims import LEARNED, STILL_MOVING
+
+    spec = dict(SMALL, n_objects=[5], models=["softmax"], steps=20, T_train=8, curriculum_start=8, check_every=5)
+    ctx = RunContext.create(claim="swap_state_tracking", experiment="S2", part="n5-softmax", tier="test")
+
+    def run_with(status, **extra):
+        monkeypatch.setattr(experiment, "learning_status", lambda *a, **k: status)
+        rows = experiment.run("S2", dict(spec, **extra), ctx)
+        return rows.loc[rows["test_multiplier"] == 1, ["steps_run", "stop_reason", "continue_cap"]].values.tolist()
+
+    assert run_with(STILL_MOVING, continue_cap=3) == [[60, "max_steps", 3]]
+    assert run_with(LEARNED, continue_cap=3) == [[20, "plateau", 3]]
+    assert run_with(STILL_MOVING) == [[20, "max_steps", 1]]
 
 
 def test_stage_cap_continues_a_length_only_while_its_loss_falls(monkeypatch):

@@ -400,7 +400,7 @@ def _kruskal_row(vectors, n_needed, spec, rng) -> dict:
     est = tasks.kruskal_rank_sampled(vectors, spec["trials"], rng, rtol=spec["rtol"])
     coh = tasks.coherence_lower_bound(vectors)
     return {"kruskal_estimate": est["estimate"], "kruskal_proven": est["proven"], "coherence": coh["coherence"],
-            "coherence_bound": coh["bound"], "kruskal_needed": n_needed,
+            "coherence_bound": coh["bound"], "kruskal_needed": n_needed, "kruskal_trials": spec["trials"],
             "kruskal_ok": est["estimate"] >= n_needed}
 
 

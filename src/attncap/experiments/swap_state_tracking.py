@@ -29,6 +29,10 @@ read at that moment, not where more training takes it. `follow_cap` (budgets, de
 following at the step budget go on at the schedule's final rate until its accuracy there settles, up to
 follow_cap·steps (`attncap.train.train_batched`'s continuation: the other models stop at the budget exactly as
 without it); one that reaches its step limit still following is `max_steps`, whatever its loss.
+`continue_cap` (budgets, default 1) certifies a failure to learn: a model that has not solved T_train by the
+budget goes on at the final rate while its loss at its current length still falls (the plateau rule of
+`stage_cap`), up to continue_cap·steps; its stop_reason is that decision (`plateau`: settled before the cap,
+`max_steps`: still falling at the cap), and it is promoted or solves on the way as it would within the budget.
 S4 is the paper's own protocol (T_train = 16, a 1-layer DeltaFormer beside 1/2/4-layer Transformers) and
 the Transformer's in-distribution frontier (the curriculum's last length learned, per depth and n); S5 is
 DeltaFormer's readout beyond T_train (`readouts`: no positions, a learned temperature; see READOUTS).
@@ -70,9 +74,9 @@ DEFAULTS = {"tokens_per_swap": 1, "adam_betas": [0.9, 0.999], "curriculum_start"
             "check_batches": 2, "promote_accuracy": 0.95, "stop_accuracy": 0.99, "stop_checks": 10,
             "mixed_lengths": False, "positional": "rotary", "schedule": "cosine", "stage_steps": None, "stage_cap": None,
             "readout_temperature": False, "follow_multiplier": None, "follow_checks": 10, "follow_gain": 0.01,
-            "follow_cap": 1, "embed_std": None}
+            "follow_cap": 1, "embed_std": None, "continue_cap": 1}
 RECIPE_KEYS = ("mixed_lengths", "positional", "schedule", "stage_steps", "stage_cap", "readout_temperature",
-               "follow_multiplier", "follow_cap", "embed_std")
+               "follow_multiplier", "follow_cap", "embed_std", "continue_cap")
 EXPERIMENTS = ("S1", "S2", "S3", "S4", "S5")
 READOUTS = {
     "rotary": {"positional": "rotary", "readout_temperature": False},
@@ -376,6 +380,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     stage_settled: list[bool | None] = [None] * len(grid)  # the continuation's decision where `stage_cap` applied
     loss_log: list[torch.Tensor] = []  # every step's (M,) losses, kept on the device (no per-step sync)
     stage_cap = max(spec["stage_cap"] or 0, spec["stage_steps"] or 0)
+    extended = [False] * len(grid)  # kept training past the budget by `continue_cap` (its loss still fell there)
     train_norm = torch.zeros(len(grid))
 
     def next_batch(step):
@@ -419,9 +424,9 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                                                           final_query=False, tokens_per_swap=form)
                                                    for g in follow_gens], form, device)
             model.train()
-            past_budget = step + 1 > spec["steps"]  # only following models train on (`follow_cap`)
+            past_budget = step + 1 > spec["steps"]  # only following and continued models train on
             for i, L in enumerate(lengths):
-                if done[i] or (past_budget and following[i] is None):
+                if done[i] or (past_budget and following[i] is None and not extended[i]):
                     continue
                 acc = float(last_quarter(curve[i], L))
                 checks[i].append(f"{step + 1}:{L}:{acc:.3f}")
@@ -468,12 +473,33 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
 
     # Past the budget only models still following their accuracy beyond T_train go on (`follow_cap`); every
     # other model counts as certified there, so it stops at the budget as it would without a continuation.
+    # With `continue_cap`, a model that has not solved T_train goes on only while its loss at its length still falls,
+    # and that decision is its stop_reason (`stage_settled`), made once per model.
+    continue_steps = math.ceil(spec["continue_cap"] * spec["steps"])
+
+    def certified(history, model_steps):
+        step = history.shape[0] - 1
+        out = []
+        for i in range(len(grid)):
+            if done[i] or diverged[i] or (following[i] is None and continue_steps <= spec["steps"]):
+                out.append(True)
+            elif following[i] is not None:
+                out.append(False)  # until its accuracy beyond T_train settles, up to the cap
+            elif stage_settled[i] is not None:
+                out.append(True)  # decided at an earlier chunk
+            elif int(model_steps[i]) < continue_steps and still_falling(i, step):
+                extended[i] = True
+                out.append(False)
+            else:
+                stage_settled[i] = int(model_steps[i]) < continue_steps
+                out.append(True)
+        return torch.tensor(out, device=done.device)
+
     continued = {}
-    if far and spec["follow_cap"] > 1:
-        continued = dict(max_steps=math.ceil(spec["follow_cap"] * spec["steps"]),
-                         check_every=spec["check_every"],
-                         until_certified=lambda history, model_steps: torch.tensor(
-                             [f is None for f in following], device=done.device) | done | diverged)
+    if (far and spec["follow_cap"] > 1) or continue_steps > spec["steps"]:
+        follow_steps = math.ceil(spec["follow_cap"] * spec["steps"]) if far else spec["steps"]
+        continued = dict(max_steps=max(follow_steps, continue_steps), check_every=spec["check_every"],
+                         until_certified=certified)
     start = time.perf_counter()
     result = train_batched(model, next_batch, loss_fn, settings, desc=f"swap {experiment} {context.part}",
                            on_step=on_step, **continued)
