@@ -418,7 +418,8 @@ def capacity_law(rows: pd.DataFrame | None, built: pd.DataFrame | None = None) -
                  f"only when the decision is the same at the lower end, middle and upper end of the search brackets "
                  f"(the search resolution); ≥ {MIN_LAW_CELLS} uncensored cells spanning ≥ {MIN_LAW_SPAN:g}× in "
                  f"m'·log m'/d_model; a free exponent (constant per family) whose {LEVEL:.0%} interval lies outside "
-                 f"[{SLOPE_RANGE[0]}, {SLOPE_RANGE[1]}] → not reproduced; censored cells → partially")
+                 f"[{SLOPE_RANGE[0]}, {SLOPE_RANGE[1]}] → not reproduced; a rival preferred → not reproduced (the law "
+                 f"must beat both); censored cells → partially")
     if rows is None or rows.empty:
         return _missing("capacity_law", statement, expected, rival, tolerance)
     points = law_points(rows)
@@ -449,7 +450,9 @@ def capacity_law(rows: pd.DataFrame | None, built: pd.DataFrame | None = None) -
                         f"[{low:.2f}, {high:.2f}], outside [{SLOPE_RANGE[0]}, {SLOPE_RANGE[1]}]")
         return check
     outcomes = {name: result["preferred"] for name, result in decision["rivals"].items()}
-    check.verdict = tally(outcomes)
+    # the law must beat both rivals: the no-log rival shares its 1/d_model part, so beating only the d_model-free
+    # rival is a pass the no-log law gets as well (its table reads 'not reproduced', not 'partially')
+    check.verdict = tally(outcomes, every=True)
     if check.verdict == REPRODUCED and decision["cells_censored"]:
         check.verdict = PARTIALLY
         check.reason = f"{decision['cells_censored']} cells censored (no split reached F1 ≥ 0.99) are not in the fits"
@@ -562,17 +565,19 @@ def best_h_grows(rows: pd.DataFrame | None) -> Check:
     tolerance = ("per cell the set of head counts that may be best (no other split's range lies entirely below "
                  "theirs, ranges = union over seeds of the search brackets); per adjacent pair: grows / falls when "
                  "the sets are disjoint and ordered, ties when both are the same single h, else not resolved. Any "
-                 "fall → not reproduced (partially if some pair grows); ≥ 1 growth and no fall → reproduced; "
-                 "only ties → not reproduced (all ties is no growth); otherwise inconclusive")
+                 "fall → not reproduced (partially if some pair grows); ≥ 1 growth and every other pair a growth or "
+                 "a tie → reproduced (a pair not resolved could hide a fall); only ties → not reproduced (all ties "
+                 "is no growth); otherwise inconclusive")
     source = f"{SOURCE}, Fig. 2"
     if rows is None:
         return _missing("best_h_grows", statement, expected, rival, tolerance)
     pairs = best_h_pairs(rows)
     outcomes = [p["outcome"] for p in pairs.values()]
     grows, falls, ties = outcomes.count(GROWS), outcomes.count(FALLS), outcomes.count(TIES)
+    pending = [k for k, p in pairs.items() if p["outcome"] == NOT_RESOLVED]
     if falls:
         verdict = PARTIALLY if grows else NOT_REPRODUCED
-    elif grows:
+    elif grows and not pending:
         verdict = REPRODUCED
     elif ties and ties == len(outcomes):
         verdict = NOT_REPRODUCED
@@ -582,8 +587,11 @@ def best_h_grows(rows: pd.DataFrame | None) -> Check:
                   {"pairs": len(pairs), "grows": grows, "ties": ties, "falls": falls, "by_pair": pairs},
                   expected, tolerance, verdict, rival=rival)
     if verdict == INCONCLUSIVE:
-        check.reason = not_resolved_reason("growth of the best h", f"{len(pairs)} pairs, none resolved as growing "
-                                           "or falling" if pairs else "no pair of compressed cells at one d_model")
+        check.reason = not_resolved_reason(
+            "growth of the best h", f"{grows} of {len(pairs)} pairs grow, but {listing(pending)} "
+            f"{'is' if len(pending) == 1 else 'are'} not resolved and could hide a fall" if grows else
+            f"{len(pairs)} pairs, none resolved as growing or falling" if pairs else
+            "no pair of compressed cells at one d_model")
     elif verdict == NOT_REPRODUCED and not falls:
         check.reason = f"the best h is the same at every m ({ties} ties, no growth)"
     return check
