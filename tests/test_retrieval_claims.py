@@ -197,23 +197,53 @@ def e4_table(law, sd=1.0, seed=0):
                          "censored": False})
 
 
+def exact(table):
+    return table.assign(d_lo=table["d_min"], d_hi=table["d_min"])
+
+
 def test_log_squared_law_beats_log_linear():
-    claimed = rc.log_squared_law(e4_table(lambda x: 0.3 * x**2 + 5.9))  # the default tier's fit
+    claimed = rc.log_squared_law(exact(e4_table(lambda x: 0.3 * x**2 + 5.9)))  # the default tier's fit
     assert claimed.verdict == REPRODUCED and claimed.measured["preferred"] == "claimed"
-    typical = rc.log_squared_law(e4_table(lambda x: (1 + x / 2) ** 2))  # the typical-key prediction
+    typical = rc.log_squared_law(exact(e4_table(lambda x: (1 + x / 2) ** 2)))  # the typical-key prediction
     assert typical.verdict == REPRODUCED
     # issue 21: d_min = 6·ln N read "reproduced" by R² (0.98); the rival law now wins on its points
     rival = rc.log_squared_law(e4_table(lambda x: 6 * x))
     assert rival.verdict == NOT_REPRODUCED and rival.measured["preferred"] == "rival"
+    # the claimed law known only to ±1 in d_min: some vector inside the intervals is not decided (the audit: the
+    # reference decided on its point estimates while the rival won at the intervals' lower ends)
+    loose = rc.log_squared_law(e4_table(lambda x: 0.3 * x**2 + 5.9))
+    assert loose.verdict == INCONCLUSIVE and "inside their intervals" in loose.reason
     bad = e4_table(lambda x: 0 * x).assign(d_min=[40, 5, 60, 3, 50, 7, 45, 9, 30])
     assert rc.log_squared_law(bad).verdict != REPRODUCED
 
 
 def test_log_squared_law_on_the_default_tier_numbers():
     n = 10 ** np.arange(2.0, 6.01, 0.5)
-    measured = pd.DataFrame({"ln_n_squared": np.log(n) ** 2, "d_min": [12, 16, 21, 27, 33, 40, 46, 56, 66],
+    measured = pd.DataFrame({"ln_n_squared": np.log(n) ** 2, "d_min": [12, 16, 21, 27, 33, 40, 46, 56, 62],
                              "censored": False})
-    assert rc.log_squared_law(measured).verdict == REPRODUCED
+    assert rc.log_squared_law(measured).verdict == REPRODUCED  # point estimates alone (no intervals recorded)
+    # the reference's intervals: the Akaike weight ranges from ~0 to 1 inside them, so nothing is decided
+    bounded = measured.assign(d_lo=[11, 16, 20, 26, 32, 38, 41, 49, 48], d_hi=[13, 17, 22, 28, 35, 43, 52, 67, 75])
+    result = rc.log_squared_law(bounded)
+    assert result.verdict == INCONCLUSIVE
+    low, high = result.measured["akaike_weight_claimed_over_intervals"]
+    assert low < 0.05 and high > 0.95
+
+
+def test_weight_range_brackets_a_grid_over_the_box():
+    """weight_range's optimiser finds the extremes a brute-force grid over a small box finds (within rounding)."""
+    import itertools
+
+    from attncap.claims.laws import compare_laws, weight_range, with_intercept
+
+    x = np.log(10 ** np.arange(2.0, 4.01, 0.5))
+    low, high = np.array([12.0, 16, 20, 26, 32]), np.array([13.0, 17, 22, 27, 34])
+    claimed, rival = with_intercept(x**2), with_intercept(x)
+    weights = [compare_laws(np.array(y, dtype=float), claimed, rival, claimed="a", rival="b").weight_claimed
+               for y in itertools.product(*[np.linspace(a, b, 3) for a, b in zip(low, high)])]
+    w_min, w_max = weight_range(low, high, claimed, rival)
+    assert w_min <= min(weights) + 1e-6 and w_max >= max(weights) - 1e-6
+    assert w_min == pytest.approx(min(weights), abs=0.02) and w_max == pytest.approx(max(weights), abs=0.02)
 
 
 # ---------------------------------------------------------------------------- E5 ----------

@@ -98,6 +98,36 @@ def compare_laws(y, claimed_features, rival_features, *, claimed: str, rival: st
     return LawComparison(claimed, rival, n, rss_a, rss_b, beta_a, beta_b, aic_a, aic_b, w, preferred)
 
 
+def weight_range(y_low, y_high, claimed_features, rival_features) -> tuple[float, float]:
+    """The least and greatest Akaike weight of the claimed law (`compare_laws`) over every y with y_low ≤ y ≤ y_high
+    point by point: the comparison resolved at the measurements' own precision (each y known only to an interval,
+    e.g. a search bracket) decides only if the whole range lies on one side. The AICc difference is minimised and
+    maximised by bounded quasi-Newton from the midpoint, both ends and the two tilts between them (a local optimum
+    that misses the global one can only narrow the range, so a decision could then still be too bold by the
+    optimiser's slack; the tests check it against a grid over small boxes)."""
+    from scipy.optimize import minimize
+
+    low, high = np.asarray(y_low, dtype=float), np.asarray(y_high, dtype=float)
+    a, b = _design(claimed_features), _design(rival_features)
+    n = len(low)
+    if n < max(a.shape[1], b.shape[1]) + 3:
+        return math.nan, math.nan
+
+    def delta(y):  # AICc(rival) − AICc(claimed): > 0 favours the claimed law
+        rss = [float(np.sum((y - m @ np.linalg.lstsq(m, y, rcond=None)[0]) ** 2)) for m in (a, b)]
+        return _aicc(max(rss[1], 1e-300), n, b.shape[1]) - _aicc(max(rss[0], 1e-300), n, a.shape[1])
+
+    first = np.arange(n) < n // 2  # y in the order of the points (e.g. by N)
+    starts = [(low + high) / 2, low, high, np.where(first, low, high), np.where(first, high, low)]
+    bounds = list(zip(low, high))
+    ends = []
+    for sign in (1.0, -1.0):
+        best = min((minimize(lambda y: sign * delta(y), x0, method="L-BFGS-B", bounds=bounds) for x0 in starts),
+                   key=lambda r: r.fun)
+        ends.append(sign * float(best.fun))
+    return tuple(1.0 / (1.0 + math.exp(-max(min(d, 1400.0), -1400.0) / 2)) for d in ends)
+
+
 def with_intercept(*columns) -> np.ndarray:
     """Design matrix [1, c1, c2, …] for `compare_laws`."""
     columns = [np.asarray(c, dtype=float) for c in columns]

@@ -20,7 +20,8 @@ from attncap.claims import (DIVERGED, INCONCLUSIVE, MISSING, NOT_REPRODUCED, PAR
                             CLAIM, SANITY, STILL_MOVING, UNDER_TRAINED, Certificate, Check, certify, every_cell_verdict, gate, listing,
                             missing_check)
 from attncap.claims.laws import (CLAIMED, NOT_RESOLVED, RIVAL, LawComparison, compare_groups, compare_laws,
-                                 exponent_interval, not_resolved_reason, tally, with_intercept)
+                                 LAW_WEIGHT, exponent_interval, not_resolved_reason, tally, weight_range,
+                                 with_intercept)
 from attncap.precision import DECISION_RULE
 
 TITLE = "Linear vs softmax attention as associative memory"
@@ -337,8 +338,10 @@ def log_squared_law(e4: pd.DataFrame | None) -> Check:
     statement = "Exp kernel: dimension needed for SNR⁻¹ ≤ 1 grows like (ln N)²"
     expected = f"{LOG_SQUARED} (d = O(log² N)) beats {LOG_LINEAR} on the same points"
     rival = f"{LOG_LINEAR} (d = O(log N))"
-    tolerance = (f"on the uncensored d_min (point estimates; each d's interval: the d where the median is not "
-                 f"resolved, {DECISION_RULE}): {LAW_RULE}")
+    tolerance = (f"on the uncensored d_min, each known to its interval [d_lo, d_hi] (the d where the median is not "
+                 f"resolved, {DECISION_RULE}): {LAW_RULE}, and only when the decision holds for every d_min vector "
+                 "inside the intervals (the least and greatest Akaike weight over them; the point estimates alone "
+                 "ignore the search's precision)")
     if e4 is None or "d_min" not in e4:
         return _missing("log_squared_law", statement, ZHONG, expected, tolerance, rival)
     ok = e4[~e4["censored"].astype(bool)]
@@ -347,13 +350,26 @@ def log_squared_law(e4: pd.DataFrame | None) -> Check:
     if "d_lo" in e4:  # each d_min has its interval [d_lo, d_hi] (the d where the median is not resolved)
         measured |= {"cells_unresolved": int((ok["d_lo"] < ok["d_hi"]).sum()),
                      "max_interval_width": float((ok["d_hi"] - ok["d_lo"]).max()) if len(ok) else math.nan}
-    verdict = tally({"d_min": law.preferred})
+    preferred = law.preferred
+    if "d_lo" in e4 and len(ok):
+        # the comparison at the search's precision: decided only where every d_min inside its interval agrees
+        rows = ok.sort_values("ln_n_squared")
+        ln_rows = np.sqrt(rows["ln_n_squared"].to_numpy(dtype=float))
+        low, high = weight_range(rows["d_lo"], rows["d_hi"], with_intercept(ln_rows**2), with_intercept(ln_rows))
+        measured["akaike_weight_claimed_over_intervals"] = [round(low, 4), round(high, 4)]
+        preferred = (CLAIMED if low >= LAW_WEIGHT else RIVAL if high <= 1 - LAW_WEIGHT else NOT_RESOLVED) \
+            if math.isfinite(low) else NOT_RESOLVED
+    verdict = tally({"d_min": preferred})
     slope = law.params_claimed[1] if len(law.params_claimed) == 2 else math.nan
     if verdict == REPRODUCED and not slope > 0:
         verdict = NOT_REPRODUCED  # a (ln N)² law that falls is no growth
     check = Check("log_squared_law", statement, ZHONG, measured, expected, tolerance, verdict, rival=rival)
     if verdict == INCONCLUSIVE:
-        check.reason = not_resolved_reason("(ln N)² against ln N", _describe(law))
+        at_precision = measured.get("akaike_weight_claimed_over_intervals")
+        detail = (f"{_describe(law)} at the point estimates, but the Akaike weight of the claimed law ranges over "
+                  f"[{at_precision[0]:.3g}, {at_precision[1]:.3g}] for d_min inside their intervals"
+                  if at_precision and law.preferred != NOT_RESOLVED else _describe(law))
+        check.reason = not_resolved_reason("(ln N)² against ln N", detail)
     return check
 
 

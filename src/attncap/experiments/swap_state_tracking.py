@@ -402,7 +402,10 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
 
     def still_falling(i, step) -> bool:
         """The loss at model i's current length still falls (the plateau rule over its steps at this length)."""
-        own = torch.stack(loss_log[reached[i][stages[stage[i]]]:])[:, i].tolist()
+        since = reached[i][stages[stage[i]]]
+        if len(loss_log) - since < spec["check_every"]:
+            return True  # just promoted: too few steps at this length to judge, so it goes on
+        own = torch.stack(loss_log[since:])[:, i].tolist()
         # the rate over the same window plateau_drop compares, as stop_reason's lr_last10 for a whole run
         rate = tail_lr_fraction(settings, step + 1, window=max(1, int(len(own) * 0.1)))
         return learning_status(final_loss(own), None, None, loss_drop=plateau_drop(own),
