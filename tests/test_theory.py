@@ -212,3 +212,26 @@ def test_median_interval_is_deterministic_and_brackets_the_median():
     assert (lo, hi) == median_interval(values, units, seed=3)
     assert lo <= np.median(values) <= hi
     assert all(np.isnan(median_interval(values, np.zeros(512, int), seed=3)))
+
+
+def test_linear_error_cells_take_their_standard_error_over_memories():
+    """The N queries of one memory share its pairs, so the mean error of a cell varies more than independent
+    queries would say: the spread of repeated cell means (float64 brute force) matches the standard error over
+    memories that E1 records, and is clearly wider than the naive per-query one."""
+    import math
+
+    import numpy as np
+
+    from attncap.experiments.retrieval_capacity import linear_error2
+
+    n, d, queries = 8, 16, 4096
+    means, naive, clustered = [], [], []
+    for seed in range(60):
+        err = linear_error2(np.random.default_rng(seed), n, d, queries)
+        per_memory = err.reshape(-1, n).mean(1)
+        means.append(err.mean())
+        naive.append(err.std(ddof=1) / math.sqrt(len(err)))
+        clustered.append(per_memory.std(ddof=1) / math.sqrt(len(per_memory)))
+    spread = float(np.std(means, ddof=1))
+    assert abs(spread / np.mean(clustered) - 1) < 0.25
+    assert spread / np.mean(naive) > 1.15
