@@ -174,6 +174,16 @@ def sqrt_a1(sd=SD_A1, rng=0):
     return runs("A1", rows, sd=sd, rng=rng)
 
 
+def square_a1(sd=SD_A1, rng=0):
+    """The superlinear rival: the same accuracy at H = 1 and H = 21, growing like H² in between (the audit: the √H
+    comparison alone gave the linear law Akaike weight 0.9996 on such a table)."""
+    rows = []
+    for d in DIMS:
+        lo, hi = 0.07 + slope_law(d), 0.07 + slope_law(d) * 21
+        rows += [(d, d, h, lo + (hi - lo) * (h**2 - 1) / (21**2 - 1)) for h in HEADS]
+    return runs("A1", rows, sd=sd, rng=rng)
+
+
 def gain_a1(per_head, sd=SD_A1, rng=0):
     """A1 whose heads add `per_head(d_h)` associations each (X = d + per_head·H)."""
     return runs("A1", [(d, d, h, float(accuracy_bound(d + per_head(d) * h, 50))) for d in DIMS for h in HEADS],
@@ -211,6 +221,7 @@ RNGS = (0, 1, 2)  # each falsification case is drawn three times: the decision m
 def test_linear_in_heads_beats_sqrt(rng):
     assert verdict(claim.linear_in_heads, linear_a1(sd=SD_A1, rng=rng)) == REPRODUCED
     assert verdict(claim.linear_in_heads, sqrt_a1(rng=rng)) == NOT_REPRODUCED
+    assert verdict(claim.linear_in_heads, square_a1(rng=rng)) == NOT_REPRODUCED
 
 
 def test_linear_in_heads_edges():

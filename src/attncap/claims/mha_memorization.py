@@ -225,6 +225,10 @@ def failed_to_optimize(table: pd.DataFrame, failing: pd.DataFrame) -> tuple[Cert
 
 # ---- M2: linear in H ------------------------------------------------------------------------
 
+LOGLOG_RANGE = (0.8, 1.2)
+"""Spec 03's range for the log-log exponent of M in H (linear growth, neither sub- nor superlinear)."""
+
+
 def heads_law(m2) -> dict:
     """The comparisons `M2.linear_in_H` decides on, over the per-run counts M (one point per H and seed):
     the linear law M = a + s·H against the sublinear rival M = a + s·√H (same response, same points,
@@ -245,12 +249,14 @@ def check_linear_in_heads(m2) -> Check:
     statement = ("Memorization M grows linearly with the number of heads H, by at least the bound's n−1 per head "
                  "(Ω(H·n); the paper's Fig. 2(a) shows a line, R² ≥ 0.98)")
     source = f"{PAPER}, Sec. 5, Fig. 2(a)"
-    expected = "M = a + s·H (linear in H) with slope s ≥ n − 1"
+    expected = (f"M = a + s·H (linear in H) with slope s ≥ n − 1, and the log-log exponent of M in H within "
+                f"[{LOGLOG_RANGE[0]}, {LOGLOG_RANGE[1]}] (spec 03)")
     rival = RIVALS["M2.linear_in_H"]
     tolerance = ("two decisions over the per-run counts (one point per H and seed): shape, linear vs √H fitted to "
                  "the same points, decided at Akaike weight ≥ 0.95; slope, the 95% Student-t interval of s: low "
-                 "≥ n−1 → holds, high < n−1 → rival, else not resolved. Both hold → reproduced; a rival → partially "
-                 "(not reproduced if none holds); else inconclusive. Censored counts (every T of the grid fitted) "
+                 "≥ n−1 → holds, high < n−1 → rival, else not resolved; the log-log exponent's 95% interval inside "
+                 "[0.8, 1.2] → holds, wholly outside → rival (super- or sublinear), else not resolved. All hold → "
+                 "reproduced; a rival → partially (not reproduced if none holds); else inconclusive. Censored counts (every T of the grid fitted) "
                  "make the law unmeasurable: inconclusive")
     if _missing(m2, ["heads", "T", "accuracy", "memorized", "seed", "n"]):
         return Check("M2.linear_in_H", statement, source, "no M2 table", expected, tolerance, INCONCLUSIVE, rival=rival)
@@ -260,7 +266,11 @@ def check_linear_in_heads(m2) -> Check:
     law = heads_law(m2)
     runs, shape, slope = law["runs"], law["shape"], law["slope"]
     per_h = runs.groupby("heads").agg(M=("M", "mean"), T_star=("T_star", "mean"), b=("bound_b", "first"))
-    outcomes = {"shape": shape.preferred, "slope": law["slope_outcome"]}
+    loglog = law["loglog"]
+    # the spec's log-log exponent range: a superlinear M (e.g. ∝ H^1.3) beats √H as easily as a line does
+    outcomes = {"shape": shape.preferred, "slope": law["slope_outcome"],
+                "loglog": (CLAIMED if LOGLOG_RANGE[0] <= loglog.low and loglog.high <= LOGLOG_RANGE[1] else
+                           RIVAL if loglog.high < LOGLOG_RANGE[0] or loglog.low > LOGLOG_RANGE[1] else NOT_RESOLVED)}
     measured = {"shape": shape.measured(), "params_linear": shape.params_claimed, "params_sqrt": shape.params_rival,
                 "slope": slope.measured(), "bound_slope": law["n"] - 1, "loglog_exponent": law["loglog"].measured(),
                 "outcomes": outcomes, "M_by_H": {int(h): float(m) for h, m in per_h["M"].items()},
@@ -585,7 +595,8 @@ RIVALS = {
     "M1.residual": "the frozen-attention system is not solvable up to L (residual > 1e-10), or still solvable at L+1",
     "M2.fit_at_bound": "capacity below the bound: runs with T ≤ b do not fit every label",
     "M6.fit_at_bound": "capacity below the bound: regression runs with T ≤ b stay above 1e-3 relative MSE",
-    "M2.linear_in_H": "sublinear growth in H (M = a + s·√H), or linear with a slope below the bound's n − 1 per head",
+    "M2.linear_in_H": ("sublinear growth in H (M = a + s·√H), superlinear growth (log-log exponent above 1.2), or "
+                       "linear with a slope below the bound's n − 1 per head"),
     "M3.monotone_n": "memorization falls as the context grows (by more than 5% of M, beyond the seed spread)",
     "M4.gain": "head size does not help: M(d_h = n) < 1.5·M(d_h = 1), beyond the seed spread",
     "M4.plateau": ("M keeps growing beyond d_h = n: by more than 15% per doubling of d_h (M ∝ d_h^e, e > 0.2; "
