@@ -81,7 +81,9 @@ SEED_RULE = ("per cell: the seed-mean with a Student-t interval from the model's
              f"length, pooled over the grid's cells with ≥ 2 seeds (floor {MIN_SEED_SD}); claimed when the 95% "
              "interval lies on the law's side, rival when the interval at 1 − 0.05/cells (Bonferroni: a false "
              "'rival' in some cell ≤ 2.5% per check) lies on the other side, else not resolved; no multi-seed "
-             "cell → nothing resolved")
+             "cell → nothing resolved; with ≥ 2 cells and none resolved on the rival side, the mean over the cells "
+             "is decided too (95%), and resolved on the rival side it is a rival item 'mean over cells' (a false rival "
+             "≤ 2.5% from the cells, ≤ 2.5% from the mean)")
 
 
 # ---- tables ---------------------------------------------------------------------------------------
