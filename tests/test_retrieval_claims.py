@@ -116,6 +116,16 @@ def test_linear_capacity_claimed_vs_rival():
     assert rc.linear_capacity_law(e1_table(capacity_shift=2)).verdict == NOT_REPRODUCED
 
 
+def test_linear_capacity_needs_a_cell_that_excludes_the_rival():
+    """Intervals wide enough to hold both ⌊ε²d⌋ + 1 and the rival's ⌊ε²d⌋ − 1 everywhere: a pass the rival shares."""
+    table = e1_table()
+    cap = table["kind"] == "capacity"
+    table.loc[cap, "n_lo"], table.loc[cap, "n_hi"] = table.loc[cap, "theory_capacity"] - 2, table.loc[cap, "theory_capacity"]
+    wide = rc.linear_capacity_law(table)
+    assert wide.verdict == INCONCLUSIVE and wide.measured["cells_excluding_the_rival"] == 0
+    assert rc.linear_capacity_law(e1_table()).measured["cells_excluding_the_rival"] > 0
+
+
 def test_linear_capacity_uses_the_interval():
     table = e1_table(capacity_shift=2)
     assert rc.linear_capacity_law(table).verdict == NOT_REPRODUCED

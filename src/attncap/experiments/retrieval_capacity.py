@@ -114,7 +114,8 @@ def linear_explicit(spec: dict, context: RunContext) -> pd.DataFrame:
             # enough queries for a ~0.75% standard error of the mean: a query's relative variance is ≈ 2/(N−1), and
             # the N queries of one memory share its pairs, which widens the error of their mean ≈ 1.35× (variance
             # 1.8×, measured): 72 000/(N−1) queries, and the standard error taken over memories, the independent unit
-            queries = spec["min_queries"] if n == 1 else max(spec["min_queries"], math.ceil(72_000 / (n - 1)))
+            # (at least 8 of them, so that the largest N has a standard error at all)
+            queries = spec["min_queries"] if n == 1 else max(spec["min_queries"], math.ceil(72_000 / (n - 1)), 8 * n)
             err = linear_error2(rng, int(n), d, queries)
             per_memory = err.reshape(-1, int(n)).mean(1)
             se = per_memory.std(ddof=1) / math.sqrt(len(per_memory)) if len(per_memory) > 1 else math.nan
