@@ -102,7 +102,7 @@ def linear_error_law(e1: pd.DataFrame | None) -> Check:
              "it misses the cells with N ≤ 67 and N = 1")
     tolerance = (f"closed form (exact in mean square): every cell within ±{LINEAR_REL_TOL:.0%} of it (the default grid "
                  "sizes each cell for a ≈ 0.75% standard error over memories, the independent unit: a memory's N "
-                 "queries share its pairs; so ±3% is ≈ 4 SE); the chance that the exact law fails some cell by noise "
+                 "queries share its pairs; the largest N, with 8 memories, reach ≈ 1.2%); the chance that the exact law fails some cell by noise "
                  "alone is computed from the cells' own standard errors (measured: false_failure_probability); "
                  "N = 1 to 1e-20")
     if e1 is None or "mean_error2" not in e1:
