@@ -888,6 +888,10 @@ def protocol(frame: pd.DataFrame | None) -> Check:
     check = _settle(check, outcomes, Certificate.combine(withheld), SETTLED_PRECONDITION + "; a Transformer depth "
                     f"below the threshold counts only beside its positive control: the same depth and recipe learned "
                     f"some n ≤ 4 at length {PROTOCOL_T}", f"runs at n = {PROTOCOL_N} against {SUCCESS}")
+    pending = [k for k, v in outcomes.items() if v == NOT_RESOLVED]
+    if check.verdict == INCONCLUSIVE and pending and "not resolved" not in check.reason:
+        check.reason += (f"; not resolved against {SUCCESS} (the rival side at {z_rival:.2f} SE, Bonferroni over the "
+                         f"runs): {listing(pending)}")
     return check
 
 
