@@ -233,6 +233,13 @@ def stop_reason(stopped_early: bool, diverged: bool, steps_run: int, final_stage
     return "max_steps" if moving else "plateau"
 
 
+def fresh_length(reached_at: int, now: int, steps: int, check_every: int) -> bool:
+    """Whether a model reached its current length too recently to judge its loss there: within the last 20% of a
+    budget (stop_reason's rule for a run's own last length), or one check. `continue_cap` lets such a model go on
+    (an exp run promoted at step 22150 had otherwise read 'settled' at 22300, on 150 steps at its new length)."""
+    return now - reached_at < max(check_every, 0.2 * steps)
+
+
 def follow_settled(accuracies: list[float], checks: int, gain: float, target: float) -> bool:
     """Whether a solved model's accuracy beyond T_train (one value per held-out check since it solved T_train)
     has settled: the last `checks` values all ≥ `target` (it generalizes), or, with at least 2·`checks` values,
@@ -402,10 +409,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
 
     def still_falling(i, step) -> bool:
         """The loss at model i's current length still falls (the plateau rule over its steps at this length)."""
-        since = reached[i][stages[stage[i]]]
-        if len(loss_log) - since < spec["check_every"]:
-            return True  # just promoted: too few steps at this length to judge, so it goes on
-        own = torch.stack(loss_log[since:])[:, i].tolist()
+        own = torch.stack(loss_log[reached[i][stages[stage[i]]]:])[:, i].tolist()
         # the rate over the same window plateau_drop compares, as stop_reason's lr_last10 for a whole run
         rate = tail_lr_fraction(settings, step + 1, window=max(1, int(len(own) * 0.1)))
         return learning_status(final_loss(own), None, None, loss_drop=plateau_drop(own),
@@ -480,6 +484,9 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     # and that decision is its stop_reason (`stage_settled`), made once per model.
     continue_steps = math.ceil(spec["continue_cap"] * spec["steps"])
 
+    def fresh(i) -> bool:
+        return fresh_length(reached[i][stages[stage[i]]], len(loss_log), spec["steps"], spec["check_every"])
+
     def certified(history, model_steps):
         step = history.shape[0] - 1
         out = []
@@ -490,7 +497,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 out.append(False)  # until its accuracy beyond T_train settles, up to the cap
             elif stage_settled[i] is not None:
                 out.append(True)  # decided at an earlier chunk
-            elif int(model_steps[i]) < continue_steps and still_falling(i, step):
+            elif int(model_steps[i]) < continue_steps and (fresh(i) or still_falling(i, step)):
                 extended[i] = True
                 out.append(False)
             else:
