@@ -26,7 +26,8 @@
 #   attention; DeltaFormer computes U = (I + diag(β)P)⁻¹V with P the strictly causal κ1 scores of the keys,
 #   read out by causal softmax attention (one triangular solve per head). **DeltaFormer's κ1 is linear on
 #   L2-normalised keys** (the kernel the paper's finding points to; its curriculum runs use a rounded
-#   linear kernel, whose gradient is zero, so we keep it unrounded); κ1 = exp, the strictly causal
+#   linear kernel, whose gradient is zero: S1 keeps it unrounded, S2 trains the rounded one with a
+#   straight-through gradient); κ1 = exp, the strictly causal
 #   row-softmax of k·k/√d (flash-linear-attention's DeltaFormer), is the S2 ablation. DeltaNet has
 #   L2-normalised q, k. β is a per-token, per-head projection β_max·sigmoid(w·x + b) with **β ∈ (0, 2) for
 #   DeltaNet and DeltaFormer**: a swap is a reflection I − 2kkᵀ (eigenvalue −1), which the delta rule can
@@ -325,7 +326,9 @@ if len(s3):
 # round(k̂_t·k̂_i) with a straight-through gradient (S2), zero (= the Transformer, S1's row)},
 # all with β ∈ (0, 2); and DeltaFormer (κ1 = linear) with β ∈ (0, 2) against β ∈ (0, 1) (S2), with DeltaNet
 # β ∈ (0, 2) from S1 for reference. Same initial weights and data stream within each comparison. Hatched
-# bars are runs that did not learn T_train.
+# bars are runs that did not learn T_train. An S2 run that has not learned T_train by its 3000-step budget goes
+# on at the final rate while its loss at its length still falls, up to 8 budgets (`continue_cap`), so a failure
+# is read only once it has settled; the table's stop_reason and steps_run say where each run stopped.
 
 # %%
 ABLATION_N = int(s2["n_objects"].min()) if len(s2) else None
