@@ -27,6 +27,7 @@ tier = "default"
 runs = ""  # the rule's run CSVs (JSON list); empty: every CSV under results/retrieval_capacity/runs
 
 # %%
+import matplotlib
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -54,7 +55,9 @@ e1 = tables["E1"]
 grid = e1[(e1["kind"] == "grid") & (e1["n"] > 1)].copy()
 grid["load"] = (grid["n"] - 1) / grid["d"]
 fig, ax = plotting.figure()
-sns.scatterplot(data=grid, x="load", y="mean_error2", hue="d", palette="viridis", ax=ax, s=40)
+# one colour per measured d (a numeric hue would label the colour bar with d that were never run)
+sns.scatterplot(data=grid, x="load", y="mean_error2", hue="d", palette="viridis", ax=ax, s=40,
+                hue_norm=matplotlib.colors.LogNorm(), legend="full")
 line = np.geomspace(grid["load"].min(), grid["load"].max(), 50)
 ax.plot(line, line, color="black", lw=1, ls="--", label="theory (N−1)/d")
 plotting.label(ax, "Linear attention: retrieval error vs load", "load (N−1)/d", "mean squared error ‖ṽ−v‖²",

@@ -677,10 +677,11 @@ def test_continue_cap_certifies_a_failure_to_learn(monkeypatch):
     assert run_with(STILL_MOVING, continue_cap=3) == [[60, "max_steps", 3]]
     assert run_with(LEARNED, continue_cap=3) == [[20, "plateau", 3]]
     assert run_with(STILL_MOVING) == [[20, "max_steps", 1]]
-    # a model promoted to its next length within the last 20% of a budget is not judged yet: it goes on at least that
+    # a model promoted to its next length within the last 20% of its steps is not judged yet: it goes on at least that
     # long at the new length, even where the plateau rule would call its few steps there settled
-    assert experiment.fresh_length(reached_at=18, now=20, steps=20, check_every=5)
-    assert not experiment.fresh_length(reached_at=10, now=20, steps=20, check_every=5)
+    assert experiment.fresh_length(reached_at=18, now=20, check_every=1)
+    assert experiment.fresh_length(reached_at=22150, now=22750, check_every=50)  # the exp run: 600 of 22750 steps
+    assert not experiment.fresh_length(reached_at=10, now=20, check_every=5)
 
 
 def test_stage_cap_continues_a_length_only_while_its_loss_falls(monkeypatch):

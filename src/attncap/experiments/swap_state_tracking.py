@@ -233,11 +233,12 @@ def stop_reason(stopped_early: bool, diverged: bool, steps_run: int, final_stage
     return "max_steps" if moving else "plateau"
 
 
-def fresh_length(reached_at: int, now: int, steps: int, check_every: int) -> bool:
-    """Whether a model reached its current length too recently to judge its loss there: within the last 20% of a
-    budget (stop_reason's rule for a run's own last length), or one check. `continue_cap` lets such a model go on
-    (an exp run promoted at step 22150 had otherwise read 'settled' at 22300, on 150 steps at its new length)."""
-    return now - reached_at < max(check_every, 0.2 * steps)
+def fresh_length(reached_at: int, now: int, check_every: int) -> bool:
+    """Whether a model reached its current length too recently to judge its loss there: within the last 20% of its
+    steps so far (`stop_reason`'s rule for a run's own last length), or one check. `continue_cap` lets such a model
+    go on: an exp run promoted to 16 swaps at step 22150 had read 'settled' at 22300 (150 steps there), and at 22750
+    with 20% of a 3000-step budget, where it had taken 22000 steps to learn 8 swaps."""
+    return now - reached_at < max(check_every, 0.2 * now)
 
 
 def follow_settled(accuracies: list[float], checks: int, gain: float, target: float) -> bool:
@@ -485,7 +486,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     continue_steps = math.ceil(spec["continue_cap"] * spec["steps"])
 
     def fresh(i) -> bool:
-        return fresh_length(reached[i][stages[stage[i]]], len(loss_log), spec["steps"], spec["check_every"])
+        return fresh_length(reached[i][stages[stage[i]]], len(loss_log), spec["check_every"])
 
     def certified(history, model_steps):
         step = history.shape[0] - 1
