@@ -454,7 +454,9 @@ display(largest)
 # on whole sequences (the config records both measurements). The **frontier** is the longest curriculum length a held-out check passed
 # at 0.95 (last quarter of the swaps), a range over the seeds (`learned_T_min`–`learned_T_max`; the figure's
 # dot is the best seed, its bar reaches down to the worst); `front` the number of leading swaps at ≥ 0.95 in
-# the final evaluation.
+# the final evaluation. The shaded band is the curriculum's first length: every n learns it (S3's control learns
+# n = 5 at 4 swaps) and the S_4/S_5 line predicts nothing there, so `boundary` decides only a depth whose n ≤ 4
+# frontier got past it.
 # Learned positions are never trained beyond T_train, so S4's 2T/4T columns are not read by any check.
 
 # %%
@@ -493,6 +495,10 @@ if len(s4):
     ax.set_yscale("log", base=2)
     ax.set_xticks(sorted(frontier["n_objects"].unique()))
     ax.axvline(4.5, ls=":", color="grey", label="S_4 / S_5")
+    if "curriculum_start" in s4:
+        # every n learns the first length (S3), so `boundary` decides only a depth whose n ≤ 4 got past it
+        ax.axhspan(floor, float(s4["curriculum_start"].min()) * 1.15, color="grey", alpha=0.12,
+                   label="first length: no evidence")
     plotting.label(ax, "In-distribution frontier\n(dot: best seed; bar down to the worst seed; bottom: none)",
                    "objects n",
                    "longest training length learned", legend_title="model")
