@@ -94,8 +94,16 @@ def compare_laws(y, claimed_features, rival_features, *, claimed: str, rival: st
     delta = aic_b - aic_a  # > 0 favours the claimed law
     # Akaike weight of the claimed law: exp(−AIC/2) normalised over the two laws
     w = 1.0 / (1.0 + math.exp(-delta / 2)) if delta > -1400 else 0.0
-    preferred = CLAIMED if w >= weight else RIVAL if 1.0 - w >= weight else NOT_RESOLVED
-    return LawComparison(claimed, rival, n, rss_a, rss_b, beta_a, beta_b, aic_a, aic_b, w, preferred)
+    return LawComparison(claimed, rival, n, rss_a, rss_b, beta_a, beta_b, aic_a, aic_b, w,
+                         preferred_by_weight(w, weight=weight))
+
+
+def preferred_by_weight(low: float, high: float | None = None, *, weight: float = LAW_WEIGHT) -> str:
+    """The decision on the claimed law's Akaike weight, known exactly (`low` alone) or only to a range [low, high]
+    (`weight_range`): CLAIMED when all of it is ≥ weight, RIVAL when all of it is ≤ 1 − weight, else NOT_RESOLVED
+    (a NaN weight decides nothing)."""
+    high = low if high is None else high
+    return CLAIMED if low >= weight else RIVAL if 1.0 - high >= weight else NOT_RESOLVED
 
 
 def weight_range(y_low, y_high, claimed_features, rival_features) -> tuple[float, float]:

@@ -21,7 +21,7 @@ from attncap.claims import (DIVERGED, INCONCLUSIVE, MISSING, NOT_REPRODUCED, PAR
                             CLAIM, SANITY, STILL_MOVING, UNDER_TRAINED, Certificate, Check, certify, every_cell_verdict, gate, listing,
                             missing_check)
 from attncap.claims.laws import (CLAIMED, NOT_RESOLVED, RIVAL, LawComparison, compare_groups, compare_laws,
-                                 LAW_WEIGHT, exponent_interval, not_resolved_reason, tally, weight_range,
+                                 exponent_interval, not_resolved_reason, preferred_by_weight, tally, weight_range,
                                  with_intercept)
 from attncap.precision import DECISION_RULE
 
@@ -227,9 +227,13 @@ def log_squared_fit(e4: pd.DataFrame) -> LawComparison:
     """d_min against (ln N)² (the claim) vs against ln N (the rival) on the uncensored rows: what
     `log_squared_law` decides and the figure draws (`params_claimed`, `params_rival`: intercept, slope)."""
     ok = e4[~e4["censored"].astype(bool)]
-    ln_n = np.sqrt(ok["ln_n_squared"].to_numpy(dtype=float))
-    return compare_laws(ok["d_min"].to_numpy(dtype=float), with_intercept(ln_n**2), with_intercept(ln_n),
-                        claimed=LOG_SQUARED, rival=LOG_LINEAR)
+    return compare_laws(ok["d_min"].to_numpy(dtype=float), *_log_designs(ok), claimed=LOG_SQUARED, rival=LOG_LINEAR)
+
+
+def _log_designs(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The design matrices of the two E4 laws on `rows`: [1, (ln N)²] (claimed) and [1, ln N] (rival)."""
+    ln_n = np.sqrt(rows["ln_n_squared"].to_numpy(dtype=float))
+    return with_intercept(ln_n**2), with_intercept(ln_n)
 
 
 def _describe(law: LawComparison) -> str:
@@ -364,18 +368,16 @@ def log_squared_law(e4: pd.DataFrame | None) -> Check:
     ok = e4[~e4["censored"].astype(bool)]
     law = log_squared_fit(e4)
     measured = _law_measured(law)
+    preferred = law.preferred
     if "d_lo" in e4:  # each d_min has its interval [d_lo, d_hi] (the d where the median is not resolved)
         measured |= {"cells_unresolved": int((ok["d_lo"] < ok["d_hi"]).sum()),
                      "max_interval_width": float((ok["d_hi"] - ok["d_lo"]).max()) if len(ok) else math.nan}
-    preferred = law.preferred
-    if "d_lo" in e4 and len(ok):
-        # the comparison at the search's precision: decided only where every d_min inside its interval agrees
-        rows = ok.sort_values("ln_n_squared")
-        ln_rows = np.sqrt(rows["ln_n_squared"].to_numpy(dtype=float))
-        low, high = weight_range(rows["d_lo"], rows["d_hi"], with_intercept(ln_rows**2), with_intercept(ln_rows))
-        measured["akaike_weight_claimed_over_intervals"] = [round(low, 4), round(high, 4)]
-        preferred = (CLAIMED if low >= LAW_WEIGHT else RIVAL if high <= 1 - LAW_WEIGHT else NOT_RESOLVED) \
-            if math.isfinite(low) else NOT_RESOLVED
+        if len(ok):
+            # the comparison at the search's precision: decided only where every d_min inside its interval agrees
+            rows = ok.sort_values("ln_n_squared")
+            low, high = weight_range(rows["d_lo"], rows["d_hi"], *_log_designs(rows))
+            measured["akaike_weight_claimed_over_intervals"] = [round(low, 4), round(high, 4)]
+            preferred = preferred_by_weight(low, high)
     verdict = tally({"d_min": preferred})
     slope = law.params_claimed[1] if len(law.params_claimed) == 2 else math.nan
     if verdict == REPRODUCED and not slope > 0:

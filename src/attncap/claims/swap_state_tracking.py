@@ -734,14 +734,14 @@ def kernel(frame: pd.DataFrame | None, ablation: pd.DataFrame | None) -> Check:
     d = gap_decision(both, DELTAFORMER, KERNEL_N, both, DELTAFORMER_EXP, KERNEL_N, 1, GAP, cells=1)
     exp_cert = certify(exp_rows, LABEL, accuracy=None, threshold=None)  # finite
     reasons = _stop_reasons(exp_rows)
-    moving = [f"{name} at {acc:.2f} ({reason}, {int(steps)} steps)" for name, acc, reason, steps in zip(
-        _names(exp_rows), exp_rows["acc"], reasons if reasons is not None else ["unrecorded"] * len(exp_rows),
-        exp_rows["steps_run"] if "steps_run" in exp_rows else [0] * len(exp_rows))
-        if reason not in SETTLED and name not in exp_cert.runs]
+    reasons = list(reasons) if reasons is not None else ["unrecorded"] * len(exp_rows)
+    steps = exp_rows["steps_run"] if "steps_run" in exp_rows else pd.Series(0, index=exp_rows.index)
+    moving = {name: f"{name} at {acc:.2f} ({reason}, {int(n)} steps)" for name, acc, reason, n in zip(
+        _names(exp_rows), exp_rows["acc"], reasons, steps) if reason not in SETTLED and name not in exp_cert.runs}
     if moving and exp_cert.ok:
         exp_cert = Certificate.fail(STILL_MOVING, f"κ1 = exp not settled (stop_reason not {' or '.join(SETTLED)}): "
-                                    f"{listing(moving)}; a failure to learn that more steps could end is no evidence "
-                                    "that κ1 matters", [m.split(' at ')[0] for m in moving])
+                                    f"{listing(list(moving.values()))}; a failure to learn that more steps could end is "
+                                    "no evidence that κ1 matters", list(moving))
     round_rows = _rows(ablation, [DELTAFORMER_ROUND], [KERNEL_N], 1)
     check.measured = {"linear": float(linear_rows["acc"].mean()), "exp": float(exp_rows["acc"].mean()),
                       "round": float(round_rows["acc"].mean()) if len(round_rows) else None,
