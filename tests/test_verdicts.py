@@ -10,7 +10,7 @@ from attncap.claims import (CERTIFIED, CLAIM, DIVERGED, INCONCLUSIVE, LEARNED, M
                             SANITY, STILL_MOVING, TOO_SHORT, UNDER_TRAINED, Certificate, Check, certify, gate,
                             learning_status, render_markdown, verdict_totals)
 from attncap.claims.laws import (CLAIMED, NOT_RESOLVED, RIVAL, compare_groups, compare_laws, exponent_interval,
-                                 with_intercept)
+                                 weight_range, with_intercept)
 from attncap.train import TrainSettings, lr_factor, plateau_drop, tail_lr_fraction
 
 
@@ -125,6 +125,24 @@ def test_exponential_growth_is_told_from_polynomial_growth():
     assert decide(cubic).preferred == RIVAL
     assert decide(exponential).preferred == CLAIMED
     assert decide(cubic[:3], d[:3]).preferred == NOT_RESOLVED  # too few points for either law
+
+
+def test_a_law_with_a_fixed_exponent_fits_its_constants_alone():
+    """`offsets`: a Θ(·) law fixes its term's coefficient at 1 and fits the constant, so y = 2 + x·ln x is
+    exact for the claimed law (RSS 0, one parameter: the constant 2) and the x-only rival keeps a residual."""
+    x = np.arange(2, 12, dtype=float)
+    y = 2.0 + np.log(x * np.log(x))
+    law = compare_laws(y, np.ones_like(x), np.ones_like(x), offsets=(np.log(x * np.log(x)), np.log(x)),
+                       claimed="x ln x", rival="x")
+    assert law.preferred == CLAIMED and law.rss_claimed == pytest.approx(0, abs=1e-20)
+    assert law.params_claimed == pytest.approx((2.0,)) and law.rss_rival > 0.1
+    # the same response without offsets reads the free fits, and with the offsets swapped the rival wins
+    swapped = compare_laws(y, np.ones_like(x), np.ones_like(x), offsets=(np.log(x), np.log(x * np.log(x))),
+                           claimed="x", rival="x ln x")
+    assert swapped.preferred == RIVAL
+    low, high = weight_range(y - 0.01, y + 0.01, np.ones_like(x), np.ones_like(x),
+                             offsets=(np.log(x * np.log(x)), np.log(x)))
+    assert 0.95 <= low <= high <= 1.0
 
 
 def test_exponent_interval_and_group_difference():

@@ -70,23 +70,27 @@ def _aicc(rss: float, n: int, k: int) -> float:
 
 
 def compare_laws(y, claimed_features, rival_features, *, claimed: str, rival: str,
-                 weight: float = LAW_WEIGHT) -> LawComparison:
+                 weight: float = LAW_WEIGHT, offsets=(None, None)) -> LawComparison:
     """Fit y ≈ X·β by least squares for each law's design matrix X (columns: the law's regressors, an
     intercept column included by the caller where the law has one), on the points where every value is
     finite, and decide by the Akaike weight of the claimed law (AICc: fair to laws with different numbers
-    of coefficients, and to few points). Fewer points than either law needs → NOT_RESOLVED."""
+    of coefficients, and to few points). Fewer points than either law needs → NOT_RESOLVED.
+
+    `offsets` (claimed, rival) are terms a law fixes without a coefficient (e.g. a Θ(·) law's exponent): that
+    law fits y − offset, so its parameters are the remaining coefficients alone."""
     y = np.asarray(y, dtype=float)
     a, b = _design(claimed_features), _design(rival_features)
-    keep = np.isfinite(y) & np.isfinite(a).all(1) & np.isfinite(b).all(1)
-    y, a, b = y[keep], a[keep], b[keep]
+    shifts = [np.zeros_like(y) if o is None else np.asarray(o, dtype=float) for o in offsets]
+    keep = np.isfinite(y) & np.isfinite(a).all(1) & np.isfinite(b).all(1) & np.isfinite(shifts[0]) & np.isfinite(shifts[1])
+    y, a, b, shifts = y[keep], a[keep], b[keep], [o[keep] for o in shifts]
     n = len(y)
     fits = []
-    for matrix in (a, b):
+    for matrix, shift in zip((a, b), shifts):
         if n < matrix.shape[1] + 3:  # AICc needs n > k + 2
             fits.append((math.nan, (), math.inf))
             continue
-        beta, *_ = np.linalg.lstsq(matrix, y, rcond=None)
-        rss = float(np.sum((y - matrix @ beta) ** 2))
+        beta, *_ = np.linalg.lstsq(matrix, y - shift, rcond=None)
+        rss = float(np.sum((y - shift - matrix @ beta) ** 2))
         fits.append((rss, tuple(float(v) for v in beta), _aicc(rss, n, matrix.shape[1])))
     (rss_a, beta_a, aic_a), (rss_b, beta_b, aic_b) = fits
     if math.isinf(aic_a) or math.isinf(aic_b):
@@ -106,23 +110,24 @@ def preferred_by_weight(low: float, high: float | None = None, *, weight: float 
     return CLAIMED if low >= weight else RIVAL if 1.0 - high >= weight else NOT_RESOLVED
 
 
-def weight_range(y_low, y_high, claimed_features, rival_features) -> tuple[float, float]:
+def weight_range(y_low, y_high, claimed_features, rival_features, offsets=(None, None)) -> tuple[float, float]:
     """The least and greatest Akaike weight of the claimed law (`compare_laws`) over every y with y_low ≤ y ≤ y_high
     point by point: the comparison resolved at the measurements' own precision (each y known only to an interval,
     e.g. a search bracket) decides only if the whole range lies on one side. The AICc difference is minimised and
     maximised by bounded quasi-Newton from the midpoint, both ends and the two tilts between them (a local optimum
     that misses the global one can only narrow the range, so a decision could then still be too bold by the
-    optimiser's slack; the tests check it against a grid over small boxes)."""
+    optimiser's slack; the tests check it against a grid over small boxes). `offsets` as in `compare_laws`."""
     from scipy.optimize import minimize
 
     low, high = np.asarray(y_low, dtype=float), np.asarray(y_high, dtype=float)
     a, b = _design(claimed_features), _design(rival_features)
+    shifts = [np.zeros_like(low) if o is None else np.asarray(o, dtype=float) for o in offsets]
     n = len(low)
     if n < max(a.shape[1], b.shape[1]) + 3:
         return math.nan, math.nan
 
     def delta(y):  # AICc(rival) − AICc(claimed): > 0 favours the claimed law
-        rss = [float(np.sum((y - m @ np.linalg.lstsq(m, y, rcond=None)[0]) ** 2)) for m in (a, b)]
+        rss = [float(np.sum((y - o - m @ np.linalg.lstsq(m, y - o, rcond=None)[0]) ** 2)) for m, o in zip((a, b), shifts)]
         return _aicc(max(rss[1], 1e-300), n, b.shape[1]) - _aicc(max(rss[0], 1e-300), n, a.shape[1])
 
     first = np.arange(n) < n // 2  # y in the order of the points (e.g. by N)

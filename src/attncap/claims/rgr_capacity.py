@@ -22,7 +22,7 @@ from scipy import stats
 
 from attncap.claims import (DIVERGED, INCONCLUSIVE, MISSING, NOT_REPRODUCED, PARTIALLY, REPRODUCED, STILL_MOVING,
                             CERTIFIED, Certificate, Check, Failure, gate, listing, missing_check)
-from attncap.claims.laws import (CLAIMED, LAW_WEIGHT, LEVEL, NOT_RESOLVED, RIVAL, LawComparison, not_resolved_reason,
+from attncap.claims.laws import (CLAIMED, LAW_WEIGHT, LEVEL, NOT_RESOLVED, RIVAL, compare_laws, not_resolved_reason,
                                  tally)
 
 TITLE = "Self-attention capacity: D_K* = Θ(m'·log m'/d_model) and multi-head allocation"
@@ -43,7 +43,10 @@ MIN_SHARP_HEADS = 2  # a threshold-sharpness verdict resting on one head split i
 LAW_ENDS = ("lower", "middle", "upper")
 """Where in its search bracket each cell's D_K* is placed for the law fits: the decision must be the same
 at the bracket's lower end, its geometric middle and its upper end (else it depends on the search
-resolution, and is not resolved)."""
+resolution, and is not resolved). Not the whole box between them (`attncap.claims.laws.weight_range`, as
+claim 1's d_min law): with brackets ±12% wide, placing the 16 default-tier cells adversarially inside them
+moves the claimed law's weight over [5e-22, 1] even for data drawn from the claimed law itself
+(`test_capacity_law_falsification`'s table), so the check could never pass at this search resolution."""
 PRECONDITION = ("every trained scorer finite, and every failure that decides a D_K* (F1 < target at the largest "
                 "failing D_K, or at the cap) stopped on a plateau (no gain for `patience` steps at the constant "
                 "learning rate), not while still improving at the step budget or, continued past it by the same "
@@ -284,32 +287,9 @@ def _within(values: np.ndarray, families: np.ndarray) -> np.ndarray:
     return out
 
 
-def _aicc(rss: float, n: int, k: int) -> float:
-    # the small-sample AIC of attncap.claims.laws (private there), for laws with fixed exponents
-    params = k + 1
-    rss = max(rss, 1e-300 * n)
-    correction = 2 * params * (params + 1) / (n - params - 1) if n - params - 1 > 0 else math.inf
-    return n * math.log(rss / n) + 2 * params + correction
-
-
-def _fixed_exponent_comparison(y, families, z_claimed, z_rival, claimed: str, rival: str) -> LawComparison:
-    """y = c_family + z (exponent fixed by the law, one constant per family) for two laws, decided like
-    `attncap.claims.laws.compare_laws` (Akaike weight ≥ LAW_WEIGHT). compare_laws fits free coefficients;
-    a Θ(·) law fixes the exponent, so this private helper fits the constants alone."""
-    n, k = len(y), len(np.unique(families))
-    fits = []
-    for z in (z_claimed, z_rival):
-        residual = y - z
-        constants = tuple(float(residual[families == f].mean()) for f in np.unique(families))
-        fits.append((float(np.sum(_within(residual, families) ** 2)), constants, _aicc(
-            float(np.sum(_within(residual, families) ** 2)), n, k) if n >= k + 3 else math.inf))
-    (rss_a, c_a, aic_a), (rss_b, c_b, aic_b) = fits
-    if math.isinf(aic_a) or math.isinf(aic_b):
-        return LawComparison(claimed, rival, n, rss_a, rss_b, c_a, c_b, aic_a, aic_b, math.nan, NOT_RESOLVED)
-    delta = aic_b - aic_a
-    w = 1.0 / (1.0 + math.exp(-delta / 2)) if delta > -1400 else 0.0
-    preferred = CLAIMED if w >= LAW_WEIGHT else RIVAL if 1.0 - w >= LAW_WEIGHT else NOT_RESOLVED
-    return LawComparison(claimed, rival, n, rss_a, rss_b, c_a, c_b, aic_a, aic_b, w, preferred)
+def _family_design(families: np.ndarray) -> np.ndarray:
+    """One indicator column per graph family: a law with a fixed exponent keeps one free constant per family."""
+    return np.column_stack([(families == f).astype(float) for f in np.unique(families)])
 
 
 def _exponent_with_families(x, y, families) -> dict:
@@ -331,18 +311,21 @@ def _exponent_with_families(x, y, families) -> dict:
 
 def law_decision(points: pd.DataFrame) -> dict:
     """The capacity law against its rivals on the uncensored cells: for each rival (`no_log`, `no_d_model`)
-    the fixed-exponent comparison at each bracket end (LAW_ENDS) and the outcome common to all three ends
-    (else not resolved); the free exponent of m'·ln m'/d_model (constant per family) with its interval at
-    the bracket middle. `constants` gives each law's family constants (middle), for the figure."""
+    the fixed-exponent comparison (`compare_laws`, each law's fixed term an offset, one constant per family)
+    at each bracket end (LAW_ENDS) and the outcome common to all three ends (else not resolved); the free
+    exponent of m'·ln m'/d_model (constant per family) with its interval at the bracket middle. `constants`
+    gives each law's family constants (middle), for the figure."""
     fitted = points[~points["censored"]].reset_index(drop=True)
     families = fitted["graph"].astype(str).to_numpy()
+    design = _family_design(families) if len(fitted) else np.zeros((0, 1))
     z = {name: law(fitted).to_numpy(float) for name, (_, law) in LAWS.items()}
     out = {"cells": int(len(fitted)), "cells_censored": int(points["censored"].sum()),
            "law_x_span": float(fitted["law_x"].max() / fitted["law_x"].min()) if len(fitted) else math.nan,
            "families": sorted(set(families)), "rivals": {}, "constants": {}}
     for rival in ("no_log", "no_d_model"):
-        by_end = {end: _fixed_exponent_comparison(np.log(fitted[end].to_numpy(float)), families, z["claimed"],
-                                                  z[rival], LAWS["claimed"][0], LAWS[rival][0]) for end in LAW_ENDS}
+        by_end = {end: compare_laws(np.log(fitted[end].to_numpy(float)), design, design,
+                                    offsets=(z["claimed"], z[rival]), claimed=LAWS["claimed"][0],
+                                    rival=LAWS[rival][0]) for end in LAW_ENDS}
         outcomes = {c.preferred for c in by_end.values()}
         out["rivals"][rival] = {"preferred": outcomes.pop() if len(outcomes) == 1 else NOT_RESOLVED,
                                 "by_end": by_end}
