@@ -31,6 +31,13 @@ LEVEL = 0.95
 """Confidence level of exponent intervals and of group differences (two-sided; each side errs ≤ 2.5%)."""
 
 
+def family_level(count: int, level: float = LEVEL) -> float:
+    """Two-sided confidence level of each of `count` intervals read together (Bonferroni): a wrong side
+    anywhere among them has probability ≤ 1 − `level`, e.g. a false "rival" in some cell of a check that
+    decides "rival" when any cell is."""
+    return 1.0 - (1.0 - level) / max(1, int(count))
+
+
 @dataclasses.dataclass(frozen=True)
 class LawComparison:
     """Two laws fitted to the same points: residual sums of squares, parameters, small-sample AIC, the

@@ -21,8 +21,8 @@ from attncap.claims import (DIVERGED, INCONCLUSIVE, MISSING, NOT_REPRODUCED, PAR
                             CLAIM, SANITY, STILL_MOVING, UNDER_TRAINED, Certificate, Check, certify, every_cell_verdict, gate, listing,
                             missing_check)
 from attncap.claims.laws import (CLAIMED, NOT_RESOLVED, RIVAL, LawComparison, compare_groups, compare_laws,
-                                 exponent_interval, not_resolved_reason, preferred_by_weight, tally, weight_range,
-                                 with_intercept)
+                                 exponent_interval, family_level, not_resolved_reason, preferred_by_weight, tally,
+                                 weight_range, with_intercept)
 from attncap.precision import DECISION_RULE
 
 TITLE = "Linear vs softmax attention as associative memory"
@@ -696,7 +696,7 @@ def linear_trends(arm: pd.DataFrame, arm_name: str, source: str) -> Check:
     # a step against the trend is looked for in every step of every series: its intervals are widened
     # (Bonferroni) so that a flat step reads "against" in ≤ 2.5% of checks, not 2.5% of steps
     looks = max(1, sum(len(p) - 1 for *_, p, _ in series if len(p) > 1))
-    step_level = 1 - 0.05 / looks
+    step_level = family_level(looks)
     for mixer, along, fixed, points, runs in series:
         if len(points) < 2:
             continue
@@ -823,7 +823,7 @@ def _margin_check(check_id, statement, source, expected, rival, tolerance, arm, 
             items.append((f"{mixer} {label}", reference, runs))
     # a rival in any item decides the check, so the rival side is read at 1 − 0.05/items (Bonferroni: a false
     # rival somewhere ≤ 2.5% per check, as the steps of `linear_trends`); the claimed side at 95% per item
-    family = 1 - 0.05 / max(1, len(items))
+    family = family_level(len(items))
     for name, reference, runs in items:
         ref_acc, acc = reference["accuracy"].to_numpy(float), runs["accuracy"].to_numpy(float)
         diff, wide = compare_groups(ref_acc, acc), compare_groups(ref_acc, acc, level=family)

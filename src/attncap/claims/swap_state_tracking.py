@@ -40,7 +40,7 @@ from scipy import stats
 
 from attncap.claims import (DIVERGED, INCONCLUSIVE, LEARNED_ACCURACY, MISSING, NOT_REPRODUCED, PARTIALLY, REPRODUCED,
                             SANITY, STILL_MOVING, TOO_SHORT, UNDER_TRAINED, Certificate, Check, certify, gate, listing)
-from attncap.claims.laws import CLAIMED, NOT_RESOLVED, RIVAL, not_resolved_reason, tally
+from attncap.claims.laws import CLAIMED, NOT_RESOLVED, RIVAL, family_level, not_resolved_reason, tally
 
 TITLE = "Swap-task state tracking: Transformer vs DeltaFormer (and DeltaNet)"
 PAPER = "Zhong, Xu, Ao, Shi 2025, 'Understanding Transformer from the Perspective of Associative Memory' (arXiv 2505.19488)"
@@ -195,7 +195,7 @@ def _decision(estimate: float, se: float, df: float, seeds: int, threshold: floa
     if not (math.isfinite(estimate) and math.isfinite(se) and df > 0 and seeds >= 1):
         return Decision(estimate, -math.inf, math.inf, -math.inf, math.inf, seeds, NOT_RESOLVED, se, df)
     half = float(stats.t.ppf(0.5 + LEVEL / 2, df)) * se
-    wide = float(stats.t.ppf(1 - (1 - LEVEL) / (2 * max(cells, 1)), df)) * se
+    wide = float(stats.t.ppf(0.5 + family_level(cells) / 2, df)) * se
     low, high = estimate - half, estimate + half
     outcome = CLAIMED if low >= threshold else RIVAL if estimate + wide < threshold else NOT_RESOLVED
     return Decision(estimate, low, high, estimate - wide, estimate + wide, seeds, outcome, se, df)
@@ -856,7 +856,7 @@ def protocol(frame: pd.DataFrame | None) -> Check:
     withheld = [former_withheld]
     # A Transformer at or above SUCCESS is the rival: resolved at 1 − 0.05/runs (Bonferroni over the check's runs, a
     # false rival somewhere ≤ 2.5% per check, as the cell rule of S1); below it, the claim at Z_EVAL per run.
-    z_rival = float(stats.norm.ppf(1 - 0.025 / (len(former) + len(transformer))))
+    z_rival = float(stats.norm.ppf(0.5 + family_level(len(former) + len(transformer)) / 2))
     measured["z_rival"] = round(z_rival, 3)
     # "within the same step budget": a Transformer below SUCCESS counts only after the DeltaFormer's own steps
     former_steps = int(former["steps_run"].max())
