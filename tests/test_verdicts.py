@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attncap.claims import (CERTIFIED, CLAIM, DIVERGED, INCONCLUSIVE, LEARNED, MISSING, NOT_REPRODUCED, REPRODUCED,
-                            SANITY, STILL_MOVING, TOO_SHORT, UNDER_TRAINED, Certificate, Check, certify, gate,
-                            learning_status, render_markdown, verdict_totals)
+from attncap.claims import (CERTIFIED, CLAIM, DIVERGED, INCONCLUSIVE, LEARNED, MISSING, NOT_DECIDED, NOT_REPRODUCED,
+                            REPRODUCED, SANITY, STILL_MOVING, TOO_SHORT, UNDER_TRAINED, WITHHELD_BECAUSE, Certificate,
+                            Check, certify, claim_document, gate, learning_status, render_markdown, render_summary,
+                            verdict_totals)
 from attncap.claims.laws import (CLAIMED, NOT_RESOLVED, RIVAL, compare_groups, compare_laws, exponent_interval,
                                  weight_range, with_intercept)
 from attncap.train import TrainSettings, lr_factor, plateau_drop, tail_lr_fraction
@@ -99,6 +100,26 @@ def test_gate_withholds_on_failure_and_keeps_only_soft_lower_bound_passes():
     assert gate(check(NOT_REPRODUCED), "p", hard, stands=NOT_REPRODUCED).verdict == INCONCLUSIVE
     with pytest.raises(TypeError):
         gate(check(), "p", "under-trained: a")
+
+
+def test_every_inconclusive_verdict_says_why_it_is_withheld():
+    """A gate records the certificate's failure kind; any other inconclusive verdict is not resolved at the
+    evidence's precision; a decided verdict withholds nothing. The summary tables the causes of claim checks."""
+    moving = gate(check(), "p", Certificate.fail(STILL_MOVING, "loss still falling: a"))
+    untrained = gate(check(), "p", Certificate.fail(UNDER_TRAINED, "below 0.9: b") + Certificate.fail(
+        STILL_MOVING, "loss still falling: c"))  # the most severe kind names the cause
+    open_law = check(INCONCLUSIVE)
+    sanity = gate(check(kind=SANITY), "p", Certificate.fail(STILL_MOVING, "loss still falling: d"))
+    kept = gate(check(), "p", Certificate.fail(STILL_MOVING, "x: e"), stands=REPRODUCED)
+    doc = claim_document("c", "t", "smoke", [moving, untrained, open_law, sanity, kept], {})
+    assert [c["withheld"] for c in doc["checks"]] == [STILL_MOVING, STILL_MOVING, NOT_DECIDED, STILL_MOVING, ""]
+    assert untrained.withheld == STILL_MOVING  # UNDER_TRAINED is milder than STILL_MOVING in the severity order
+    summary = render_summary([doc])
+    assert "| **all** | **1** | **0** | **0** | **3** |" in summary
+    assert f"| {WITHHELD_BECAUSE[STILL_MOVING]} | c `x`, c `x` | 2 |" in summary  # the sanity check is not counted
+    assert f"| {WITHHELD_BECAUSE[NOT_DECIDED]} | c `x` | 1 |" in summary
+    decided = claim_document("c", "t", "smoke", [check()], {})
+    assert "inconclusive because" not in render_summary([decided])
 
 
 def test_sanity_checks_are_counted_apart():

@@ -51,6 +51,21 @@ SOFT_KINDS = frozenset({UNDER_TRAINED, STILL_MOVING})
 improve. Any other failure withholds every verdict."""
 _SEVERITY = (MISSING, DIVERGED, TOO_SHORT, STILL_MOVING, UNDER_TRAINED)
 
+NOT_DECIDED = "not resolved"
+"""The cause of an inconclusive verdict whose runs are certified (or that trains nothing): the evidence's own
+precision (seed spread, search bracket, Monte Carlo interval, a bound without a proof) leaves both the law and
+its rival open. The other causes are the certificate's failure kinds (`gate`)."""
+WITHHELD_BECAUSE = {
+    STILL_MOVING: "still improving when training stopped, at its cap",
+    UNDER_TRAINED: "a model did not learn its task in distribution (the recipe's failure, no evidence either way)",
+    NOT_DECIDED: "not resolved at the evidence's precision (seed spread, search bracket, Monte Carlo interval, or a "
+                 "bound without a proof)",
+    TOO_SHORT: "trained too briefly to measure",
+    DIVERGED: "a run diverged",
+    MISSING: "runs or their certificate missing",
+}
+"""Each cause of an inconclusive verdict, as the summary's table names it (`render_withheld`)."""
+
 CLAIM, SANITY = "claim", "sanity"
 """Kinds of check: a `claim` check tests a paper's statement against a rival law; a `sanity` check tests
 that the machinery behaves (a model beats its initialisation, a construction works). Totals count them
@@ -86,6 +101,7 @@ class Check:
     reason: str = ""  # why the verdict is inconclusive, when it is
     rival: str = ""  # the most plausible rival law, which the check must tell apart from `expected`
     kind: str = CLAIM  # CLAIM or SANITY
+    withheld: str = ""  # why an inconclusive verdict is withheld: a certificate failure kind (`gate`) or NOT_DECIDED
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -296,6 +312,7 @@ def gate(check: Check, precondition: str, certificate: Certificate, *, stands: s
     else:
         check.verdict = INCONCLUSIVE
         check.reason = certificate.text
+        check.withheld = certificate.kind
     return check
 
 
@@ -426,6 +443,8 @@ def claim_document(claim: str, title: str, tier: str, checks: Iterable[Check], p
     for check in checks:
         check["measured"] = rounded(check["measured"])
         check["tier"] = tier
+        # only an inconclusive verdict is withheld; one a gate withheld says which certificate failure
+        check["withheld"] = (check["withheld"] or NOT_DECIDED) if check["verdict"] == INCONCLUSIVE else ""
     return {"claim": claim, "title": title, "tier": tier, "provenance": provenance, "checks": checks}
 
 
@@ -455,6 +474,9 @@ def render_markdown(documents: Sequence[dict]) -> str:
     counts, sanity = verdict_totals(documents), verdict_totals(documents, SANITY)
     lines += ["", "Totals (claim checks): " + ", ".join(f"{k}: {v}" for k, v in counts.items()),
               "", "Sanity checks (counted apart): " + ", ".join(f"{k}: {v}" for k, v in sanity.items()), ""]
+    withheld = render_withheld(documents)
+    if withheld:
+        lines += ["Why the inconclusive claim checks are withheld:", "", withheld]
     return "\n".join(lines)
 
 
@@ -487,6 +509,23 @@ def render_summary(documents: Sequence[dict]) -> str:
     counts, sanity = verdict_totals(documents), verdict_totals(documents, SANITY)
     lines.append("| **all** | " + " | ".join(f"**{counts[v]}**" for v in order)
                  + f" | {sanity[REPRODUCED]} of {sum(sanity.values())} |")
+    withheld = render_withheld(documents)
+    return "\n".join(lines) + "\n" + (f"\n{withheld}" if withheld else "")
+
+
+def render_withheld(documents: Sequence[dict]) -> str:
+    """Why the inconclusive claim checks are withheld (markdown): one row per cause (`WITHHELD_BECAUSE`), with
+    the checks it holds back; empty when no claim check is inconclusive."""
+    causes: dict[str, list[str]] = {}
+    for doc in documents:
+        for c in doc["checks"]:
+            if c.get("kind", CLAIM) == CLAIM and c["verdict"] == INCONCLUSIVE:
+                causes.setdefault(c.get("withheld") or NOT_DECIDED, []).append(f"{doc['claim']} `{c['id']}`")
+    if not causes:
+        return ""
+    lines = ["| inconclusive because | checks | count |", "|---|---|---|"]
+    for cause in sorted(causes, key=lambda k: (list(WITHHELD_BECAUSE).index(k) if k in WITHHELD_BECAUSE else 99, k)):
+        lines.append(f"| {WITHHELD_BECAUSE.get(cause, cause)} | {', '.join(causes[cause])} | {len(causes[cause])} |")
     return "\n".join(lines) + "\n"
 
 
