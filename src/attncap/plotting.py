@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -13,6 +14,9 @@ from attncap.runtime import atomic_path  # noqa: E402
 
 
 def setup() -> None:
+    # seaborn's strip-plot jitter draws from numpy's global generator: seeded, a notebook re-run on the same
+    # tables draws the same image (the M1 residual panel moved its points on every render)
+    np.random.seed(0)
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
     plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 130, "savefig.bbox": "tight", "axes.titleweight": "bold"})
 
