@@ -5,13 +5,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from attncap.claims import (CERTIFIED, CLAIM, DIVERGED, INCONCLUSIVE, LEARNED, MISSING, NOT_DECIDED, NOT_REPRODUCED,
                             REPRODUCED, SANITY, STILL_MOVING, TOO_SHORT, UNDER_TRAINED, WITHHELD_BECAUSE, Certificate,
                             Check, certify, claim_document, gate, learning_status, render_markdown, render_summary,
                             verdict_totals)
 from attncap.claims.laws import (CLAIMED, NOT_RESOLVED, RIVAL, compare_groups, compare_laws, exponent_interval,
-                                 weight_range, with_intercept)
+                                 family_level, weight_range, with_intercept)
 from attncap.train import TrainSettings, lr_factor, plateau_drop, tail_lr_fraction
 
 
@@ -146,6 +147,16 @@ def test_exponential_growth_is_told_from_polynomial_growth():
     assert decide(cubic).preferred == RIVAL
     assert decide(exponential).preferred == CLAIMED
     assert decide(cubic[:3], d[:3]).preferred == NOT_RESOLVED  # too few points for either law
+
+
+def test_family_level_splits_the_error_over_the_intervals():
+    """Bonferroni: k intervals at 1 − 0.05/k each err somewhere with probability ≤ 5%; one is the plain 95%."""
+    assert family_level(1) == pytest.approx(0.95) and family_level(0) == pytest.approx(0.95)
+    assert family_level(8) == pytest.approx(1 - 0.05 / 8)
+    rng = np.random.default_rng(0)
+    z = float(stats.norm.ppf(0.5 + family_level(8) / 2))
+    wrong = (np.abs(rng.standard_normal((20000, 8))) > z).any(1).mean()  # 8 true nulls read together
+    assert wrong <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 20000)
 
 
 def test_a_law_with_a_fixed_exponent_fits_its_constants_alone():
