@@ -516,17 +516,24 @@ def render_summary(documents: Sequence[dict]) -> str:
 def render_withheld(documents: Sequence[dict]) -> str:
     """Why the inconclusive claim checks are withheld (markdown): one row per cause (`WITHHELD_BECAUSE`), with
     the checks it holds back; empty when no claim check is inconclusive."""
+    causes = withheld_causes(documents)
+    if not causes:
+        return ""
+    lines = ["| inconclusive because | checks | count |", "|---|---|---|"]
+    for cause, ids in causes.items():
+        lines.append(f"| {WITHHELD_BECAUSE.get(cause, cause)} | {', '.join(ids)} | {len(ids)} |")
+    return "\n".join(lines) + "\n"
+
+
+def withheld_causes(documents: Sequence[dict]) -> dict[str, list[str]]:
+    """The inconclusive claim checks by cause (`withheld`), causes in `WITHHELD_BECAUSE` order: {cause: ['claim `id`']}."""
     causes: dict[str, list[str]] = {}
     for doc in documents:
         for c in doc["checks"]:
             if c.get("kind", CLAIM) == CLAIM and c["verdict"] == INCONCLUSIVE:
                 causes.setdefault(c.get("withheld") or NOT_DECIDED, []).append(f"{doc['claim']} `{c['id']}`")
-    if not causes:
-        return ""
-    lines = ["| inconclusive because | checks | count |", "|---|---|---|"]
-    for cause in sorted(causes, key=lambda k: (list(WITHHELD_BECAUSE).index(k) if k in WITHHELD_BECAUSE else 99, k)):
-        lines.append(f"| {WITHHELD_BECAUSE.get(cause, cause)} | {', '.join(causes[cause])} | {len(causes[cause])} |")
-    return "\n".join(lines) + "\n"
+    order = list(WITHHELD_BECAUSE)
+    return {k: causes[k] for k in sorted(causes, key=lambda k: (order.index(k) if k in order else len(order), k))}
 
 
 def render_landing(documents: Sequence[dict]) -> str:
@@ -558,6 +565,10 @@ def render_landing(documents: Sequence[dict]) -> str:
     for doc in documents:
         lines.append(f"   * - {doc['claim']}")
         lines += [f"     - {verdict_totals([doc])[v]}" for v in VERDICTS]
+    causes = withheld_causes(documents)
+    if causes:
+        lines += ["", "Why the inconclusive claim checks are withheld:", ""]
+        lines += [f"- {WITHHELD_BECAUSE.get(cause, cause)} ({len(ids)}): {_rst(', '.join(ids))}" for cause, ids in causes.items()]
     lines += ["", "The verdict of every check is in ``results/claims.md`` (category *verdicts*); each claim's "
               "figures (each caption names the checks it supports) and its executed notebook are under the "
               "claim's own category.", ""]
