@@ -526,7 +526,8 @@ def render_withheld(documents: Sequence[dict]) -> str:
 
 
 def withheld_causes(documents: Sequence[dict]) -> dict[str, list[str]]:
-    """The inconclusive claim checks by cause (`withheld`), causes in `WITHHELD_BECAUSE` order: {cause: ['claim `id`']}."""
+    """The inconclusive claim checks by cause (`withheld`), causes in `WITHHELD_BECAUSE` order:
+    {cause: ['claim `id`', …]}."""
     causes: dict[str, list[str]] = {}
     for doc in documents:
         for c in doc["checks"]:
@@ -568,7 +569,8 @@ def render_landing(documents: Sequence[dict]) -> str:
     causes = withheld_causes(documents)
     if causes:
         lines += ["", "Why the inconclusive claim checks are withheld:", ""]
-        lines += [f"- {WITHHELD_BECAUSE.get(cause, cause)} ({len(ids)}): {_rst(', '.join(ids))}" for cause, ids in causes.items()]
+        lines += [f"- {WITHHELD_BECAUSE.get(cause, cause)} ({len(ids)}): {_rst(', '.join(ids))}"
+                  for cause, ids in causes.items()]
     lines += ["", "The verdict of every check is in ``results/claims.md`` (category *verdicts*); each claim's "
               "figures (each caption names the checks it supports) and its executed notebook are under the "
               "claim's own category.", ""]

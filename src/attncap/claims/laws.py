@@ -88,7 +88,7 @@ def compare_laws(y, claimed_features, rival_features, *, claimed: str, rival: st
     y = np.asarray(y, dtype=float)
     a, b = _design(claimed_features), _design(rival_features)
     shifts = [np.zeros_like(y) if o is None else np.asarray(o, dtype=float) for o in offsets]
-    keep = np.isfinite(y) & np.isfinite(a).all(1) & np.isfinite(b).all(1) & np.isfinite(shifts[0]) & np.isfinite(shifts[1])
+    keep = np.isfinite(y) & np.isfinite(a).all(1) & np.isfinite(b).all(1) & np.isfinite(shifts).all(0)
     y, a, b, shifts = y[keep], a[keep], b[keep], [o[keep] for o in shifts]
     n = len(y)
     fits = []
@@ -134,7 +134,8 @@ def weight_range(y_low, y_high, claimed_features, rival_features, offsets=(None,
         return math.nan, math.nan
 
     def delta(y):  # AICc(rival) − AICc(claimed): > 0 favours the claimed law
-        rss = [float(np.sum((y - o - m @ np.linalg.lstsq(m, y - o, rcond=None)[0]) ** 2)) for m, o in zip((a, b), shifts)]
+        rss = [float(np.sum((y - o - m @ np.linalg.lstsq(m, y - o, rcond=None)[0]) ** 2))
+               for m, o in zip((a, b), shifts)]
         return _aicc(max(rss[1], 1e-300), n, b.shape[1]) - _aicc(max(rss[0], 1e-300), n, a.shape[1])
 
     first = np.arange(n) < n // 2  # y in the order of the points (e.g. by N)
