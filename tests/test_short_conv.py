@@ -2,6 +2,7 @@
 with the learning certificate in the MQAR rows."""
 import math
 
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
@@ -85,6 +86,24 @@ def test_plateau_and_step_limit_are_told_apart():
     assert (rows["stop_reason"] == "plateau").all() and (rows["steps_run"] == 15).all()
     rows = _run(plateau_steps=1000)  # no plateau possible within 30 steps, nothing solves at 0.99
     assert set(rows["stop_reason"]) <= {"max_steps", "solved"} and (rows["steps_run"] <= 30).all()
+
+
+def test_runs_on_the_copy_plateau_are_restarted_and_the_others_are_untouched():
+    once = _run(plateau_delta=1.0)  # every model stops on a plateau after 15 steps, most at chance
+    again = _run(plateau_delta=1.0, restarts=2)
+    chance = 1.5 / once["kv_pairs"]
+    stuck = (once["accuracy"] < chance).to_numpy()
+    assert stuck.any() and (once["attempt"] == 1).all()
+    # a run off the plateau is the same run, number for number; one on it is trained again from a fresh draw
+    kept = ["accuracy", "final_train_loss", "steps_run", "model_seed", "accuracy_trace"]
+    pd.testing.assert_frame_equal(once.loc[~stuck, kept], again.loc[~stuck, kept])
+    assert (again.loc[stuck, "attempt"] > 1).all() and (again.loc[stuck, "model_seed"] != once.loc[stuck, "model_seed"]).all()
+    for _, row in again[stuck].iterrows():
+        earlier = [float(a) for a in str(row["earlier_accuracies"]).split()]
+        assert len(earlier) == row["attempt"] - 1 and all(a < 1.5 / row["kv_pairs"] for a in earlier)
+        # it stopped restarting because it left the plateau, or because the attempts ran out
+        assert row["accuracy"] >= 1.5 / row["kv_pairs"] or row["attempt"] == 3
+    assert (again["attempt"] == 1).sum() == (~stuck).sum()
 
 
 def test_a_diverged_model_is_stopped_and_recorded_as_diverged():
