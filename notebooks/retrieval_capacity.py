@@ -397,6 +397,21 @@ acc.pivot_table(index=["mixer", "arm", "d_model"], columns="kv_pairs", values="a
  .pivot_table(index=["mixer", "arm", "d_model"], columns="kv_pairs", values="run", aggfunc="first"))
 
 # %% [markdown]
+# Runs trained again: a run that settled on the copy-a-value plateau (below 1.5/kv) is trained again from a
+# fresh initialization and data stream, up to the config's `restarts` times, and reports its last draw (the
+# field's practice: Zoology reports the best run of a learning-rate sweep). The table lists each such run, the
+# accuracies of its earlier draws and of the reported one. A run still at chance after every draw stays in
+# the verdicts as it is: capacity where a wider run of its mixer left the plateau, withheld otherwise.
+
+# %%
+if "attempt" in e5 and (e5["attempt"].fillna(1) > 1).any():
+    display_cols = ["mixer", "arm", "d_model", "kv_pairs", "seed", "attempt", "earlier_accuracies", "accuracy"]
+    restarted = e5[e5["attempt"].fillna(1) > 1][display_cols].sort_values(display_cols[:5])
+else:
+    restarted = "no run was trained again"
+restarted
+
+# %% [markdown]
 # ### Does DeltaFormer keep softmax's recall?
 # DeltaFormer reads with a softmax over keys, but over values the delta rule has transformed first; DeltaNet
 # and linear attention read a d×d state, whose crosstalk grows with kv (the SNR argument of the first

@@ -485,8 +485,8 @@ associations. Such a run counts as evidence of a capacity limit only beside a po
 LABEL = ["mixer", "short_conv", "d_model", "kv_pairs"]
 PRECONDITION = (f"each compared run finite and settled ({' or '.join(SETTLED)}; not stopped at the step limit while "
                 f"still improving), and a run at chance (below {CHANCE_FACTOR}/kv) only beside a wider run of the same "
-                "mixer and kv off the plateau (the recipe's positive control); judged run by run, a cell is withheld "
-                "only on its own runs")
+                "mixer and kv off the plateau (the recipe's positive control; a run at chance is first trained again "
+                "from fresh draws, E5's `restarts`); judged run by run, a cell is withheld only on its own runs")
 
 
 def _mqar_arm(e5: pd.DataFrame) -> tuple[pd.DataFrame, str]:
@@ -564,7 +564,9 @@ def chance_certificate(runs: pd.DataFrame, grid: pd.DataFrame) -> Certificate:
         if conv:
             control = control[control[conv] == run[conv]]
         if not len(control):
-            stuck.append(f"{name} at {float(run['accuracy']):.2f} (1/kv = {1 / float(run['kv_pairs']):.2f})")
+            draws = int(run["attempt"]) if "attempt" in run and pd.notna(run["attempt"]) else 1
+            stuck.append(f"{name} at {float(run['accuracy']):.2f} (1/kv = {1 / float(run['kv_pairs']):.2f}"
+                         + (f", in each of {draws} draws)" if draws > 1 else ")"))
     if not stuck:
         return Certificate()
     return Certificate.fail(UNDER_TRAINED, "settled on the copy-a-value plateau (accuracy < "
