@@ -346,6 +346,10 @@ def test_a_run_at_chance_without_a_positive_control_is_withheld_not_counted():
     table.loc[_cell(table, "softmax", 64, 8), "accuracy"] = 1 / 8
     solve = rc.trained_recall(table)[0]
     assert solve.verdict == INCONCLUSIVE and "copy-a-value plateau" in solve.reason
+    assert "draws" not in solve.reason
+    # ... and its reason says how many fresh draws (E5's restarts) all ended there
+    table["attempt"] = np.where(_cell(table, "softmax", 64, 8), 4, 1)
+    assert "in each of 4 draws" in rc.trained_recall(table)[0].reason
 
 
 @pytest.mark.parametrize("mixer", ["softmax", "linear_elu"])
