@@ -664,7 +664,7 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
     killed job does not redo the finished ones."""
     part = context.part if context.part != "all" else mqar_parts(spec)[0]
     configs, model_seeds = mqar_grid(spec, part)
-    rows = context.memo(("E5", part, 1), lambda: _mqar_attempt(spec, context, part, configs, model_seeds))
+    rows = context.memo(("E5", spec, part, 1), lambda: _mqar_attempt(spec, context, part, configs, model_seeds))
     for row in rows:
         row.update(attempt=1, earlier_accuracies="")
     for attempt in range(2, int(spec.get("restarts", 0)) + 2):
@@ -674,7 +674,7 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
             break
         again_configs = [configs[i] for i in stuck]
         again_seeds = [mqar_init_seed(c, attempt) for c in again_configs]
-        again = context.memo(("E5", part, attempt, again_seeds), lambda: _mqar_attempt(
+        again = context.memo(("E5", spec, part, attempt, again_seeds), lambda: _mqar_attempt(
             spec, context, f"{part} restart {attempt - 1}", again_configs, again_seeds))
         for i, row in zip(stuck, again):
             before = rows[i]
