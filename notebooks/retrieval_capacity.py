@@ -406,7 +406,8 @@ acc.pivot_table(index=["mixer", "arm", "d_model"], columns="kv_pairs", values="a
 # %%
 if "attempt" in e5 and (e5["attempt"].fillna(1) > 1).any():
     display_cols = ["mixer", "arm", "d_model", "kv_pairs", "seed", "attempt", "earlier_accuracies", "accuracy"]
-    restarted = e5[e5["attempt"].fillna(1) > 1][display_cols].sort_values(display_cols[:5])
+    restarted = (e5[e5["attempt"].fillna(1) > 1][display_cols].astype({"attempt": int})
+                 .sort_values(display_cols[:5]).reset_index(drop=True))
 else:
     restarted = "no run was trained again"
 restarted
