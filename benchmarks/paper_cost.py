@@ -131,7 +131,7 @@ def retrieval_capacity(section: dict) -> list[tuple[str, str, float]]:
     out = []
     for d_model in spec["d_model"]:
         configs, model_seeds = rc_exp.mqar_grid(spec, f"d{d_model}")  # every mixer and arm of the width: one job's worth
-        model = build(lambda: rc_exp.mqar_model(spec, f"d{d_model}"))
+        model = build(lambda: rc_exp.mqar_model(spec, configs, model_seeds))
 
         def make_batch(b):
             gens = [torch.Generator().manual_seed(s) for s in model_seeds]

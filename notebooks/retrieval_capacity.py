@@ -404,9 +404,10 @@ acc.pivot_table(index=["mixer", "arm", "d_model"], columns="kv_pairs", values="a
 # the verdicts as it is: capacity where a wider run of its mixer left the plateau, withheld otherwise.
 
 # %%
-if "attempt" in e5 and (e5["attempt"].fillna(1) > 1).any():
+redrawn = e5["attempt"].fillna(1) > 1 if "attempt" in e5 else pd.Series(False, index=e5.index)
+if redrawn.any():
     display_cols = ["mixer", "arm", "d_model", "kv_pairs", "seed", "attempt", "earlier_accuracies", "accuracy"]
-    restarted = (e5[e5["attempt"].fillna(1) > 1][display_cols].astype({"attempt": int})
+    restarted = (e5[redrawn][display_cols].astype({"attempt": int})
                  .sort_values(display_cols[:5]).reset_index(drop=True))
 else:
     restarted = "no run was trained again"

@@ -107,8 +107,8 @@ def test_runs_on_the_copy_plateau_are_restarted_and_the_others_are_untouched():
 
 
 def test_a_diverged_model_is_stopped_and_recorded_as_diverged():
-    model = rc_exp.mqar_model(SPEC, "d16")
-    configs, _ = rc_exp.mqar_grid(SPEC, "d16")
+    configs, model_seeds = rc_exp.mqar_grid(SPEC, "d16")
+    model = rc_exp.mqar_model(SPEC, configs, model_seeds)
     check = [tuple(rc_exp.mqar_batch_stack(SPEC, configs, [torch.Generator().manual_seed(i) for i in range(8)], 4))]
     monitor = rc_exp.MqarMonitor(model, check, SPEC, steps=30)
     losses = torch.ones(8)
@@ -124,7 +124,7 @@ def test_a_flat_accuracy_with_a_falling_loss_is_not_a_plateau():
     """The copy-a-value plateau: check accuracy flat at 1/kv while the loss still falls (the recall circuit is
     forming); the monitor keeps training until the loss has stopped falling too (claims.still_moving)."""
     spec = dict(SPEC, eval_every=10, plateau_steps=20, plateau_delta=0.01, target_accuracy=0.99)
-    model = rc_exp.mqar_model(spec, "d16")
+    model = rc_exp.mqar_model(spec, *rc_exp.mqar_grid(spec, "d16"))
     monitor = rc_exp.MqarMonitor(model, [], spec, steps=200)
     monitor.check_accuracy = lambda: torch.full((len(monitor.done),), 0.25)
 

@@ -543,10 +543,8 @@ def mqar_lr(spec: dict, mixers: list[str]) -> float:
     return float(rates.pop())
 
 
-def mqar_model(spec: dict, part: str, configs=None, model_seeds=None) -> BatchedLM:
-    """The E5 models of `part` (or of `configs` with their init seeds `model_seeds`: a restart's), batched."""
-    if configs is None:
-        configs, model_seeds = mqar_grid(spec, part)
+def mqar_model(spec: dict, configs, model_seeds) -> BatchedLM:
+    """The E5 models `configs` (as `mqar_grid` lists them) from their init seeds `model_seeds`, batched."""
     width = max(c[1] for c in configs)
     return BatchedLM(model_seeds, [c[0] for c in configs], vocab=spec["vocab"], d_model=configs[0][4],
                      n_layers=spec["layers"], n_heads=spec["heads"], max_len=spec["seq_len"],
@@ -668,8 +666,8 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
     for row in rows:
         row.update(attempt=1, earlier_accuracies="")
     for attempt in range(2, int(spec.get("restarts", 0)) + 2):
-        stuck = [i for i, row in enumerate(rows) if row["stop_reason"] == "plateau"
-                 and bool(at_chance(pd.DataFrame([row])).iloc[0])]
+        frame = pd.DataFrame(rows)
+        stuck = np.flatnonzero((frame["stop_reason"] == "plateau") & at_chance(frame)).tolist()
         if not stuck:
             break
         again_configs = [configs[i] for i in stuck]
@@ -688,7 +686,7 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
 def _mqar_attempt(spec: dict, context: RunContext, desc: str, configs, model_seeds) -> list[dict]:
     """One batched training of the E5 models `configs` from the init seeds `model_seeds`: their rows."""
     d_model = configs[0][4]
-    model = mqar_model(spec, "", configs, model_seeds).to(context.device)
+    model = mqar_model(spec, configs, model_seeds).to(context.device)
     train_gens = generators([s + context.seed for s in model_seeds], offset=1)
     eval_gens = generators([s + context.seed for s in model_seeds], offset=2)
     check_gens = generators([s + context.seed for s in model_seeds], offset=3)
