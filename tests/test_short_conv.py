@@ -164,6 +164,27 @@ def test_a_run_still_improving_at_the_budget_is_continued_and_the_others_are_unc
     assert (onward.loc[at_cap, "steps_run"] == 90).all()
 
 
+@pytest.mark.parametrize("mixers", [["softmax", "linear_elu"], ["deltanet_02", "deltaformer_linear"]])
+def test_dropping_stopped_models_from_the_axis_changes_no_number(monkeypatch, mixers):
+    """E5 drops a stopped model from the model axis (train_batched(narrow=...)) instead of holding it there:
+    every row, traces included, is the same as with the models held, with models stopping at different
+    steps, in and beyond the budget, with and without the convolution, for each kind of mixer."""
+    changes = dict(mixers=mixers, plateau_steps=20, continue_cap=3, continue_lr=0.1)
+    real, widths = rc_exp.train_batched, []
+
+    def counting(*args, narrow, **kwargs):  # records how many models each narrowing leaves
+        return real(*args, narrow=lambda rows: (widths.append(len(rows)), narrow(rows)), **kwargs)
+
+    monkeypatch.setattr(rc_exp, "train_batched", counting)
+    dropped = _run(**changes)
+    assert len(set(widths[:-1])) > 1 and widths[-1] == len(dropped)  # narrowed in steps, then restored
+    monkeypatch.setattr(rc_exp, "train_batched", lambda *args, narrow=None, **kwargs: real(*args, **kwargs))
+    held = _run(**changes)
+    assert dropped["steps_run"].nunique() > 2  # models stop at different steps
+    columns = [c for c in held if not c.endswith("time_s")]
+    pd.testing.assert_frame_equal(dropped[columns], held[columns])
+
+
 def test_every_model_may_train_on_the_largest_kv_mix(monkeypatch):
     """curriculum_kv: largest trains every model on the mix of the grid's largest kv (evaluated at its own kv);
     the default trains each on its own kv's mix. Rows say which."""

@@ -249,6 +249,55 @@ def test_continued_until_certified_or_capped():
     assert torch.equal(w_pair, w[:2]) and pair["capped"] == [False, False]
 
 
+def test_stopped_models_dropped_from_the_axis_keep_every_number():
+    """train_batched(narrow=...): a certified model leaves the axis (parameters and Adam state narrowed, the
+    caller told which models are left) instead of being held there; each model's parameters, own losses,
+    steps, certificate and cap are those of the loop that holds it, and the full axis is back at the end."""
+    walls = [1.0, 5.0, float("inf")]
+    check = plateau_certified(_RAMP)
+
+    def run(dropping):
+        model = torch.nn.Module()
+        model.w = torch.nn.Parameter(torch.zeros(len(walls)))
+        left = {"wall": torch.tensor(walls), "calls": []}
+
+        def loss_fn(net, batch):
+            value = torch.exp(-torch.minimum(net.w, left["wall"])).detach()
+            slope = net.w * (net.w.detach() < left["wall"])
+            return value + (slope.detach() - slope)
+
+        def narrow(rows):
+            left["calls"].append(rows.tolist())
+            left["wall"] = torch.tensor(walls)[rows]
+
+        out = train_batched(model, lambda s: None, loss_fn, _RAMP, until_certified=check, max_steps=200,
+                            narrow=narrow if dropping else None)
+        return model.w.detach().clone(), out, left["calls"]
+
+    w_held, held, _ = run(False)
+    w, out, calls = run(True)
+    assert calls == [[1, 2], [2], [0, 1, 2]]  # model 0 certified at the budget, model 1 later, then restored
+    assert torch.equal(w, w_held)
+    for key in ("model_steps", "steps_run", "certified", "capped"):
+        assert out[key] == held[key]
+    for m, n in enumerate(out["model_steps"]):
+        assert torch.equal(out["model_loss_history"][:n, m], held["model_loss_history"][:n, m])
+        assert out["model_loss_history"][n:, m].isnan().all()  # not on the axis any more
+
+
+def test_dropping_models_needs_the_model_axis_on_every_parameter():
+    model = torch.nn.Module()
+    model.w = torch.nn.Parameter(torch.zeros(3))
+    model.shared = torch.nn.Parameter(torch.zeros(2))  # no model axis: cannot be narrowed
+
+    def loss_fn(net, batch):
+        return (net.w - 1) ** 2 + net.shared.sum()
+
+    with pytest.raises(ValueError, match="model axis first"):
+        train_batched(model, lambda s: None, loss_fn, _RAMP, narrow=lambda rows: None,
+                      on_step=lambda step, losses, batch: torch.tensor([step == 3, False, False]))
+
+
 def test_plateau_certified_is_the_certificate_rule():
     """The continuation predicate and attncap.claims' learning status agree, schedules included."""
     from attncap.claims import STILL_MOVING, learning_status

@@ -156,6 +156,7 @@ def train_batched(
     max_steps: int | None = None,
     check_every: int | None = None,
     checkpoint: Checkpoint | None = None,
+    narrow: Callable[[torch.Tensor], None] | None = None,
 ) -> dict:
     """Train a batched model; `loss_fn` returns one loss per model (shape (M,)).
 
@@ -175,6 +176,16 @@ def train_batched(
     `checkpoint.every` steps and a call that finds the file resumes from it (on_step is not replayed for the
     steps before; see `Checkpoint`).
 
+    Dropping stopped models (optional): with `narrow`, a model that stops is taken off the model axis instead
+    of being held there and stepped with the others, so it costs nothing more (`_ModelAxis`). The loop narrows
+    every parameter and its optimizer state itself; `narrow(rows)` is then called with the original indices
+    of the models left (sorted, on the CPU) and must narrow what else the caller keeps per model (the
+    model's per-model structure, next_batch's data streams, on_step's inputs), so that loss_fn returns one
+    loss per model left. The losses, on_step's `losses` and the history stay on the original axis, NaN for a
+    dropped model. At the end the full axis is restored (a dropped model's parameters as they were when it
+    stopped) and narrow is called with every index. Each model's numbers are those of the held-model loop
+    wherever its computation does not depend on its batch mates (tests check it for the E5 models).
+
     Returns the per-step mean loss history, the per-model history (steps, M), the number of steps
     run, the steps each model was updated (`model_steps`), the budget (`budget` = settings.steps) and
     `capped` (per model: it ran to the cap without being certified; all False without until_certified);
@@ -186,6 +197,8 @@ def train_batched(
     chunk = max(1, int(check_every) if check_every is not None else math.ceil(settings.steps / 10))
     if checkpoint is not None and checkpoint.every < 1:
         raise ValueError(f"train_batched: checkpoint.every must be >= 1, not {checkpoint.every}")
+    if narrow is not None and checkpoint is not None:
+        raise ValueError("train_batched: narrow and checkpoint together are not supported (a checkpoint holds the full axis)")
     optimizer = make_optimizer(model, settings)
     net = compiled_or_eager(model, _COMPILE_STEPS if settings.compile is None else settings.compile)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, settings))
@@ -194,6 +207,7 @@ def train_batched(
     frozen = None  # (M,) bool, models whose parameters are held fixed
     snapshot: list[torch.Tensor] = []
     model_steps = None
+    axis: _ModelAxis | None = None  # with `narrow`: the models still on the axis
     limit = settings.steps  # grows by `chunk` while uncertified models continue, up to `cap`
     start = 0
     if checkpoint is not None and os.path.exists(checkpoint.path):
@@ -206,6 +220,19 @@ def train_batched(
         model_steps = saved["model_steps"]
     step = start
     ran = start  # steps run so far
+
+    def stop(done: torch.Tensor) -> None:
+        """Models `done` (on the original axis) stop: held at their parameters, or dropped with `narrow`."""
+        nonlocal frozen, snapshot, axis
+        if frozen is not None and not bool((done & ~frozen).any()):
+            return
+        frozen = done.clone() if frozen is None else frozen | done
+        if narrow is None:
+            snapshot = [p.detach().clone() for p in params]
+        elif not bool(frozen.all()):  # all stopped: the loop ends, nothing to narrow
+            axis = axis or _ModelAxis(params, optimizer, narrow, len(frozen))
+            axis.keep(~frozen.cpu())
+
     bar = tqdm(total=limit, initial=start, desc=desc, file=sys.stderr, mininterval=5.0, ascii=True)
     while True:
         if step >= limit:
@@ -215,9 +242,7 @@ def train_batched(
             done = _certified(until_certified, history, model_steps).to(history[-1].device)
             if frozen is None:
                 frozen = torch.zeros_like(done)
-            if bool((done & ~frozen).any()):
-                frozen = frozen | done
-                snapshot = [p.detach().clone() for p in params]
+            stop(done)
             if bool(frozen.all()):
                 break
             limit = min(cap, limit + chunk)
@@ -250,38 +275,41 @@ def train_batched(
             clip_per_model(params, settings.clip_norm)
         optimizer.step()
         scheduler.step()
-        if frozen is not None:
+        if axis is not None:
+            model_steps[axis.alive] += 1
+        elif frozen is not None:
             with torch.no_grad():
                 for p, saved_p in zip(params, snapshot):
                     p.copy_(torch.where(_model_rows(frozen, p).view(-1, *([1] * (p.dim() - 1))), saved_p, p))
             model_steps += (~frozen).long().cpu()
         else:
             model_steps += 1
-        detached = losses.detach()
+        detached = losses.detach() if axis is None else axis.widen(losses.detach())
+        del losses  # frees the step's graph, whose gradient accumulators would pin the parameters' old shapes
         # Kept as tensors and converted once at the end: a float() per step would make a GPU wait.
         history.append(detached)
         ran = step + 1
         bar.update(1)
         if step % 50 == 0:
-            bar.set_postfix(loss=f"{float(detached.mean()):.4f}")
+            bar.set_postfix(loss=f"{float(detached.nanmean()):.4f}")
         if on_step is not None:
             verdict = on_step(step, detached, batch)
             if isinstance(verdict, torch.Tensor):
-                done = verdict.to(torch.bool).to(detached.device)
-                if frozen is None or bool((done & ~frozen).any()):
-                    frozen = done if frozen is None else (frozen | done)
-                    snapshot = [p.detach().clone() for p in params]
+                stop(verdict.to(torch.bool).to(detached.device))
                 if bool(frozen.all()):
                     break
             elif verdict:
                 break
         step += 1
     bar.close()
+    if axis is not None:
+        axis.restore()
     if checkpoint is not None and os.path.exists(checkpoint.path):
         os.remove(checkpoint.path)  # finished: the caller's results are the record now
     per_model = torch.stack(history).float().cpu() if history else torch.zeros(0, 0)
     n_models = model_steps.shape[0] if model_steps is not None else 0
-    out = {"loss_history": per_model.mean(1).tolist() if history else [], "model_loss_history": per_model,
+    mean = per_model.nanmean(1) if axis is not None else per_model.mean(1)  # dropped models' steps are NaN
+    out = {"loss_history": mean.tolist() if history else [], "model_loss_history": per_model,
            "steps_run": max(ran, 1),  # 1 for a zero-step budget, as this loop always reported
            "model_steps": model_steps.tolist() if model_steps is not None else [],
            "budget": settings.steps, "capped": [False] * n_models}
@@ -291,6 +319,55 @@ def train_batched(
         out["certified"] = certified.tolist()
         out["capped"] = [bool(n >= cap and not c) for n, c in zip(out["model_steps"], out["certified"])]
     return out
+
+
+class _ModelAxis:
+    """The models still on the axis of a loop that drops stopped ones (`train_batched(narrow=...)`).
+
+    `alive`: their original indices, in order. Dropping narrows each parameter (in place: the optimizer keeps
+    the same Parameter objects) and each optimizer state tensor with the model axis first, keeps the dropped
+    rows aside, and calls the caller's `narrow`; `restore` puts the full axis back at the end."""
+
+    def __init__(self, params: list[torch.Tensor], optimizer: torch.optim.Optimizer, narrow, size: int):
+        if any(getattr(p, "model_rows", None) is not None or p.dim() == 0 or p.shape[0] != size for p in params):
+            raise ValueError("train_batched(narrow=...): every parameter needs the model axis first, "
+                             f"{size} models long (no parameter stacking a subset of them)")
+        self.params, self.optimizer, self.narrow, self.size = params, optimizer, narrow, size
+        self.alive = torch.arange(size)
+        self.kept: list[torch.Tensor] = [p.detach().clone() for p in params]  # full axis; dropped rows frozen here
+
+    def keep(self, mask: torch.Tensor) -> None:
+        """Keep the models with mask[original index] True (mask on the original axis, on the CPU)."""
+        positions = torch.nonzero(mask[self.alive]).flatten()
+        if len(positions) == len(self.alive):
+            return
+        current = len(self.alive)
+        with torch.no_grad():
+            for p, full in zip(self.params, self.kept):
+                full[self.alive.to(full.device)] = p.detach()  # the leaving rows as they stop
+                p.data = p.data[positions.to(p.device)]
+                p.grad = None
+                state = self.optimizer.state.get(p, {})
+                for key, value in state.items():
+                    if torch.is_tensor(value) and value.dim() > 0 and value.shape[0] == current:
+                        state[key] = value[positions.to(value.device)]
+        self.alive = self.alive[positions]
+        self.narrow(self.alive.clone())
+
+    def widen(self, losses: torch.Tensor) -> torch.Tensor:
+        """Per-model values of the models left, on the original axis (NaN for the dropped ones)."""
+        full = torch.full((self.size,), math.nan, dtype=losses.dtype, device=losses.device)
+        full[self.alive.to(losses.device)] = losses
+        return full
+
+    def restore(self) -> None:
+        with torch.no_grad():
+            for p, full in zip(self.params, self.kept):
+                full[self.alive.to(full.device)] = p.detach()
+                p.data = full
+                p.grad = None
+        self.alive = torch.arange(self.size)
+        self.narrow(self.alive.clone())
 
 
 def _model_rows(frozen: torch.Tensor, p: torch.Tensor) -> torch.Tensor:

@@ -593,14 +593,23 @@ class MqarMonitor:
         self._window_loss = torch.zeros(m)
         self._window_count = 0
         self.eval_seconds = 0.0
+        self.rows = torch.arange(m)  # the models on the axis (`keep_models`: stopped ones are dropped)
+
+    def keep_models(self, rows: torch.Tensor) -> None:
+        """Check only the models `rows` of the original axis, the ones `train_batched` left on it."""
+        self.rows = rows
 
     def check_accuracy(self) -> torch.Tensor:
+        """Check-set accuracy of every model on the original axis (NaN for one dropped from it)."""
         was_training = self.model.training
         self.model.eval()
         with torch.no_grad():
-            acc = torch.stack([masked_accuracy(self.model(t, p), y) for t, p, y in self.check_set]).mean(0)
+            acc = torch.stack([masked_accuracy(self.model(t[rows], p[rows]), y[rows]) for t, p, y in self.check_set
+                               for rows in [self.rows.to(t.device)]]).mean(0).cpu()
         self.model.train(was_training)
-        return acc.cpu()
+        full = torch.full((len(self.done),), math.nan, dtype=acc.dtype)
+        full[self.rows] = acc
+        return full
 
     def __call__(self, step: int, losses: torch.Tensor, batch) -> torch.Tensor | None:
         losses = losses.detach().float().cpu()
@@ -696,8 +705,17 @@ def _mqar_attempt(spec: dict, context: RunContext, desc: str, configs, model_see
             return mqar_batch(generator, rows, seq_len, vocab, kv)
         return mqar_curriculum_batch(generator, rows, seq_len, vocab, mqar_training_kv(spec, kv))
 
-    def batch(gens, sampler):
-        return tuple(x.to(context.device) for x in mqar_batch_stack(spec, configs, gens, spec["batch"], sampler))
+    rows = list(range(len(configs)))  # the models training (stopped ones are dropped from the axis)
+
+    def batch(gens, sampler, rows=None):
+        picked = range(len(configs)) if rows is None else rows
+        return tuple(x.to(context.device) for x in mqar_batch_stack(
+            spec, [configs[i] for i in picked], [gens[i] for i in picked], spec["batch"], sampler))
+
+    def narrow(kept: torch.Tensor) -> None:
+        rows[:] = kept.tolist()
+        model.keep_models(kept)
+        monitor.keep_models(kept)
 
     def loss(m, b):
         return masked_token_loss(m(b[0], b[1]), b[2])
@@ -716,8 +734,10 @@ def _mqar_attempt(spec: dict, context: RunContext, desc: str, configs, model_see
         until_certified=lambda history, model_steps: monitor.done.clone(), max_steps=cap,
         check_every=monitor.every)
     started = time.perf_counter()
-    result = train_batched(model, lambda step: batch(train_gens, train_sampler), loss, settings,
-                           desc=f"E5 {desc}", on_step=monitor, **continuation)
+    # A stopped model is dropped from the model axis (its numbers are unchanged, test_short_conv checks it):
+    # the step then costs only the models still training, which matters in the long-tailed jobs.
+    result = train_batched(model, lambda step: batch(train_gens, train_sampler, rows), loss, settings,
+                           desc=f"E5 {desc}", on_step=monitor, narrow=narrow, **continuation)
     train_time = time.perf_counter() - started
     model.eval()
     with torch.no_grad():

@@ -83,6 +83,12 @@ class BatchedShortConv(nn.Module):
         self.weight = nn.Parameter(_per_model(seeds, (channels, width), kaiming_uniform))
         mask = None if active is None or all(active) else torch.as_tensor([bool(a) for a in active])
         self.register_buffer("active", mask, persistent=False)
+        self.all_active = mask  # the original axis's mask, for keep_models
+
+    def keep_models(self, rows: torch.Tensor) -> None:
+        """The mask of the models `rows` of the original axis (the loop narrows the weight)."""
+        if self.all_active is not None:
+            self.active = self.all_active[rows.to(self.all_active.device)].to(self.weight.device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = short_convolution(x, self.weight)

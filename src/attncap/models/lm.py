@@ -50,7 +50,8 @@ class MixerBlock(nn.Module):
                  short_conv_on="qkv", conv_models=None, readout_temperature=False):
         super().__init__()
         n = len(seeds)
-        self.groups = contiguous_groups(list(mixers))
+        self.mixers = list(mixers)
+        self.groups = contiguous_groups(self.mixers)
         self.n_heads = n_heads
         self.positional = positional
         self.norm1 = BatchedLayerNorm(n, d_model)
@@ -78,6 +79,13 @@ class MixerBlock(nn.Module):
         # mixers only through that readout, so κ1 of a DeltaFormer is untouched. Created only when asked.
         self.log_temperature = nn.Parameter(torch.zeros(n, n_heads)) if readout_temperature else None
         self.value_norm = None  # (M,) largest ‖u_t‖ of the last forward pass, for logging
+
+    def keep_models(self, rows: torch.Tensor) -> None:
+        """Narrow the per-model structure (mixer groups, the convolution's model mask) to the models `rows`
+        of the original axis; the parameters are narrowed by the training loop (`train_batched(narrow=...)`)."""
+        self.groups = contiguous_groups([self.mixers[i] for i in rows.tolist()])
+        if self.conv is not None:
+            self.conv.keep_models(rows)
 
     def betas(self, x: torch.Tensor, name: str, lo: int, hi: int) -> torch.Tensor | None:
         """β of models lo:hi as (m, b, heads, t), or None for mixers without β."""
@@ -153,6 +161,12 @@ class BatchedLM(nn.Module):
         self.tied = bool(tie_embeddings)
         if not self.tied:
             self.unembed = BatchedLinear(seeds, d_model, vocab, bias=False, salt=17)
+
+    def keep_models(self, rows: torch.Tensor) -> None:
+        """Narrow every block's per-model structure to the models `rows` of the original axis (the training
+        loop narrows the parameters): the `narrow` of `train_batched`, with the caller's data."""
+        for block in self.blocks:
+            block.keep_models(rows)
 
     def value_norm(self) -> torch.Tensor:
         """(M,) largest ‖u_t‖ over all layers, heads and positions of the last forward pass."""
