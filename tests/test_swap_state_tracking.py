@@ -239,6 +239,37 @@ def test_a_model_still_following_at_the_budget_goes_on_to_the_cap_and_the_others
     pd.testing.assert_frame_equal(stays(plain), stays(capped))
 
 
+@pytest.mark.parametrize("experiment_id,part,extra", [
+    ("S1", "n2", dict(models=["softmax", "deltanet_02"], seeds=[0, 1], follow_multiplier=4, follow_checks=3,
+                      follow_cap=2)),
+    ("S4", "n3-softmax-L2", dict(models=["softmax"], depths=[2], seeds=[0, 1, 2], stage_steps=20, stage_cap=40,
+                                 steps=120, curriculum_start=2, T_train=4, schedule="constant")),
+])
+def test_dropping_stopped_models_from_the_axis_changes_no_number(monkeypatch, experiment_id, part, extra):
+    """A stopped model leaves the model axis (train_batched(narrow=...)) instead of being stepped while held:
+    every row is the same, checks and traces included, with models stopping at different steps (solved,
+    followed past the budget, or at a length's budget). Only max_train_value_norm may be smaller: it is now
+    the largest value norm while the model trained, not also while it was held."""
+    spec = dict(SMALL, n_objects=[2] if experiment_id == "S1" else [3], T_train=2, curriculum_start=2, steps=150,
+                lr=0.01, warmup_steps=5, batch=32, eval_batches=2, check_every=10, stop_accuracy=0.99, stop_checks=2)
+    spec.update(extra)
+    ctx = RunContext.create(claim="swap_state_tracking", experiment=experiment_id, part=part, tier="test")
+    real, widths = experiment.train_batched, []
+
+    def counting(*args, narrow, **kwargs):
+        return real(*args, narrow=lambda rows: (widths.append(len(rows)), narrow(rows)), **kwargs)
+
+    monkeypatch.setattr(experiment, "train_batched", counting)
+    dropped = experiment.run(experiment_id, spec, ctx)
+    monkeypatch.setattr(experiment, "train_batched", lambda *args, narrow=None, **kwargs: real(*args, **kwargs))
+    held = experiment.run(experiment_id, spec, ctx)
+    assert len(widths) > 1 and min(widths) < max(widths)  # some model left the axis before the end
+    assert held.drop_duplicates(["mixer", "seed"])["steps_run"].nunique() > 1
+    same = [c for c in held if c not in ("train_time_s", "wall_time_s", "max_train_value_norm")]
+    pd.testing.assert_frame_equal(dropped[same], held[same])
+    assert (dropped["max_train_value_norm"] <= held["max_train_value_norm"]).all()
+
+
 # ---- verdicts -------------------------------------------------------------------------------------
 # Synthetic tables at the noise the default tier measures. Seed spread of DeltaFormer (κ1 = linear) at
 # n = 3 on the default recipe (S1 config, seeds 0, 1, 2; measured for issue 21): accuracy at T_train

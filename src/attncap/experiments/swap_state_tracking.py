@@ -256,10 +256,11 @@ def _generator(base_seed: int, seed: int, n: int, stream: int) -> torch.Generato
     return torch.Generator().manual_seed(((base_seed * 1_000 + seed) * 1_000 + n) * 10 + stream)
 
 
-def padded_batch(batches, device):
+def padded_batch(batches, device, length: int | None = None):
     """Stack per-model batches of different lengths into (M, B, L) tokens and targets: padding goes at the
-    end (token 0, target IGNORE), which the causal models never see from earlier positions."""
-    length = max(b.tokens.shape[1] for b in batches)
+    end (token 0, target IGNORE), which the causal models never see from earlier positions. L: the longest
+    batch, or `length` when given (at least that)."""
+    length = max([b.tokens.shape[1] for b in batches] + ([length] if length else []))
     tokens = torch.zeros(len(batches), *batches[0].tokens.shape[:1], length, dtype=torch.long)
     targets = torch.full_like(tokens, IGNORE)
     for i, b in enumerate(batches):
@@ -278,9 +279,10 @@ def mixed_lengths(batch, generator: torch.Generator, tokens_per_swap: int = 1):
     return dataclasses.replace(batch, targets=batch.targets.masked_fill(cut, IGNORE))
 
 
-def step_accuracy(model: BatchedLM, batches, tokens_per_swap: int, device) -> torch.Tensor:
-    """(M, L) per-step accuracy of each model on its batch (no final query), L the longest sequence."""
-    tokens, _ = padded_batch(batches, device)
+def step_accuracy(model: BatchedLM, batches, tokens_per_swap: int, device, length: int | None = None) -> torch.Tensor:
+    """(M, L) per-step accuracy of each model on its batch (no final query), L the longest sequence (padded
+    to `length` tokens when given, as `padded_batch`)."""
+    tokens, _ = padded_batch(batches, device, length)
     steps = max(b.step_targets.shape[1] for b in batches)
     truth = torch.full((len(batches), batches[0].step_targets.shape[0], steps), -1, dtype=torch.long)
     for i, b in enumerate(batches):
@@ -387,6 +389,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     stalled = [False] * len(grid)  # stopped by `stage_steps` without learning its current length
     stage_settled: list[bool | None] = [None] * len(grid)  # the continuation's decision where `stage_cap` applied
     loss_log: list[torch.Tensor] = []  # every step's (M,) losses, kept on the device (no per-step sync)
+    rows = list(range(len(grid)))  # the models on the axis: a stopped one is dropped (train_batched(narrow=...))
     stage_cap = max(spec["stage_cap"] or 0, spec["stage_steps"] or 0)
     extended = [False] * len(grid)  # kept training past the budget by `continue_cap` (its loss still fell there)
     train_norm = torch.zeros(len(grid))
@@ -394,19 +397,24 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     def next_batch(step):
         # A stopped model's parameters are held fixed, so its slice only needs some data: the shortest
         # length any model still trains on (not its own T_train, which would lengthen everyone's batch).
+        # (A stopped model still on the axis, in a loop that holds it, gets the shortest length any model
+        # still trains on, not its own T_train, which would lengthen everyone's batch.)
         active = [stages[s] for s, d in zip(stage, done.tolist()) if not d] or [stages[0]]
-        batches = [sample(n, min(active) if d else stages[s], spec["batch"], g, tokens_per_swap=form)
-                   for s, g, d in zip(stage, gens, done.tolist())]
+        batches = [sample(n, min(active) if done[i] else stages[stage[i]], spec["batch"], gens[i], tokens_per_swap=form)
+                   for i in rows]
         if spec["mixed_lengths"]:
-            batches = [mixed_lengths(b, g, form) for b, g in zip(batches, gens)]
+            batches = [mixed_lengths(b, gens[i], form) for b, i in zip(batches, rows)]
         return padded_batch(batches, device)
 
     def loss_fn(model, batch):
-        nonlocal train_norm
         tokens, targets = batch
         losses = masked_token_loss(model(tokens), targets)
-        train_norm = torch.maximum(train_norm, model.value_norm().detach().cpu())
+        train_norm[rows] = torch.maximum(train_norm[rows], model.value_norm().detach().cpu())
         return losses
+
+    def narrow(kept: torch.Tensor) -> None:
+        rows[:] = kept.tolist()
+        model.keep_models(kept)
 
     def still_falling(i, step) -> bool:
         """The loss at model i's current length still falls (the plateau rule over its steps at this length)."""
@@ -417,25 +425,30 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                                lr_fraction=rate) == STILL_MOVING
 
     def on_step(step, losses, batch):
-        diverged.logical_or_(~torch.isfinite(losses.cpu()))
+        trained = torch.zeros(len(grid), dtype=torch.bool)
+        trained[rows] = True  # a model off the axis has a NaN loss that is not its own
+        diverged.logical_or_(~torch.isfinite(losses.cpu()) & trained)
         loss_log.append(losses)
         if (step + 1) % spec["check_every"] == 0:
             model.eval()
             with torch.no_grad():
                 lengths = [stages[s] for s in stage]
+                # every model's check sequences are drawn (its own stream) and padded to the longest, so a model
+                # left on the axis is checked on the same tokens whichever of its batch mates were dropped
                 batches = [sample(n, L, spec["batch"] * spec["check_batches"], g, final_query=False,
                                   tokens_per_swap=form) for L, g in zip(lengths, check_gens)]
-                curve = step_accuracy(model, batches, form, device)
+                longest = max(b.tokens.shape[1] for b in batches)
+                curve = dict(zip(rows, step_accuracy(model, [batches[i] for i in rows], form, device, longest)))
                 beyond = None
                 if far and any(f is not None and not d for f, d in zip(following, done.tolist())):
-                    beyond = step_accuracy(model, [sample(n, far, spec["batch"] * spec["check_batches"], g,
-                                                          final_query=False, tokens_per_swap=form)
-                                                   for g in follow_gens], form, device)
+                    followed = [sample(n, far, spec["batch"] * spec["check_batches"], g, final_query=False,
+                                       tokens_per_swap=form) for g in follow_gens]
+                    beyond = dict(zip(rows, step_accuracy(model, [followed[i] for i in rows], form, device)))
             model.train()
             past_budget = step + 1 > spec["steps"]  # only following and continued models train on
             for i, L in enumerate(lengths):
-                if done[i] or (past_budget and following[i] is None and not extended[i]):
-                    continue
+                if done[i] or i not in curve or (past_budget and following[i] is None and not extended[i]):
+                    continue  # (not in curve: diverged, off the axis)
                 acc = float(last_quarter(curve[i], L))
                 checks[i].append(f"{step + 1}:{L}:{acc:.3f}")
                 if acc >= spec["promote_accuracy"]:
@@ -513,7 +526,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                          until_certified=certified)
     start = time.perf_counter()
     result = train_batched(model, next_batch, loss_fn, settings, desc=f"swap {experiment} {context.part}",
-                           on_step=on_step, **continued)
+                           on_step=on_step, narrow=narrow, **continued)
     train_time = time.perf_counter() - start
     rows = evaluate(model, grid, n, spec, context.seed, device)
     wall = time.perf_counter() - start
