@@ -184,7 +184,7 @@ def train_batched(
     loss per model left. The losses, on_step's `losses` and the history stay on the original axis, NaN for a
     dropped model. At the end the full axis is restored (a dropped model's parameters as they were when it
     stopped) and narrow is called with every index. Each model's numbers are those of the held-model loop
-    wherever its computation does not depend on its batch mates (tests check it for the E5 models).
+    wherever its computation does not depend on its batch mates (tests check it for the E5 and swap models).
 
     Returns the per-step mean loss history, the per-model history (steps, M), the number of steps
     run, the steps each model was updated (`model_steps`), the budget (`budget` = settings.steps) and
