@@ -230,7 +230,7 @@ def train_batched(
         if narrow is None:
             snapshot = [p.detach().clone() for p in params]
         elif not bool(frozen.all()):  # all stopped: the loop ends, nothing to narrow
-            axis = axis or _ModelAxis(params, optimizer, narrow, len(frozen))
+            axis = axis or _ModelAxis(model, params, optimizer, narrow, len(frozen))
             axis.keep(~frozen.cpu())
 
     bar = tqdm(total=limit, initial=start, desc=desc, file=sys.stderr, mininterval=5.0, ascii=True)
@@ -285,7 +285,6 @@ def train_batched(
         else:
             model_steps += 1
         detached = losses.detach() if axis is None else axis.widen(losses.detach())
-        del losses  # frees the step's graph, whose gradient accumulators would pin the parameters' old shapes
         # Kept as tensors and converted once at the end: a float() per step would make a GPU wait.
         history.append(detached)
         ran = step + 1
@@ -324,33 +323,47 @@ def train_batched(
 class _ModelAxis:
     """The models still on the axis of a loop that drops stopped ones (`train_batched(narrow=...)`).
 
-    `alive`: their original indices, in order. Dropping narrows each parameter (in place: the optimizer keeps
-    the same Parameter objects) and each optimizer state tensor with the model axis first, keeps the dropped
-    rows aside, and calls the caller's `narrow`; `restore` puts the full axis back at the end."""
+    `alive`: their original indices, in order. Dropping replaces each parameter by its rows of the models left
+    (a new Parameter in the model, the optimizer's groups and `params`, the list the loop steps; its optimizer
+    state narrowed alike), keeps the dropped rows aside and calls the caller's `narrow`; `restore` puts the
+    full axis back at the end. New Parameters rather than `p.data = ...`: that also works for tensor subclasses."""
 
-    def __init__(self, params: list[torch.Tensor], optimizer: torch.optim.Optimizer, narrow, size: int):
-        if any(getattr(p, "model_rows", None) is not None or p.dim() == 0 or p.shape[0] != size for p in params):
+    def __init__(self, model: nn.Module, params: list[torch.Tensor], optimizer: torch.optim.Optimizer, narrow,
+                 size: int):
+        named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+        if [p for _, p in named] != params or any(
+                getattr(p, "model_rows", None) is not None or p.dim() == 0 or p.shape[0] != size for p in params):
             raise ValueError("train_batched(narrow=...): every parameter needs the model axis first, "
                              f"{size} models long (no parameter stacking a subset of them)")
-        self.params, self.optimizer, self.narrow, self.size = params, optimizer, narrow, size
+        self.model, self.params, self.optimizer, self.narrow, self.size = model, params, optimizer, narrow, size
+        self.names = [name for name, _ in named]
         self.alive = torch.arange(size)
         self.kept: list[torch.Tensor] = [p.detach().clone() for p in params]  # full axis; dropped rows frozen here
+
+    def _replace(self, i: int, tensor: torch.Tensor, rows: torch.Tensor | None) -> None:
+        """Parameter i becomes `tensor`; its optimizer state is cut to `rows` (None: state dropped)."""
+        old = self.params[i]
+        new = nn.Parameter(tensor, requires_grad=True)
+        path, _, attribute = self.names[i].rpartition(".")
+        setattr(self.model.get_submodule(path), attribute, new)
+        for group in self.optimizer.param_groups:
+            group["params"] = [new if q is old else q for q in group["params"]]
+        state = self.optimizer.state.pop(old, None)
+        if state and rows is not None:
+            self.optimizer.state[new] = {key: value[rows.to(value.device)] if torch.is_tensor(value) and value.dim() > 0
+                                         and value.shape[0] == len(self.alive) else value for key, value in state.items()}
+        self.params[i] = new
 
     def keep(self, mask: torch.Tensor) -> None:
         """Keep the models with mask[original index] True (mask on the original axis, on the CPU)."""
         positions = torch.nonzero(mask[self.alive]).flatten()
         if len(positions) == len(self.alive):
             return
-        current = len(self.alive)
         with torch.no_grad():
-            for p, full in zip(self.params, self.kept):
-                full[self.alive.to(full.device)] = p.detach()  # the leaving rows as they stop
-                p.data = p.data[positions.to(p.device)]
-                p.grad = None
-                state = self.optimizer.state.get(p, {})
-                for key, value in state.items():
-                    if torch.is_tensor(value) and value.dim() > 0 and value.shape[0] == current:
-                        state[key] = value[positions.to(value.device)]
+            for i, full in enumerate(self.kept):
+                p = self.params[i].detach()
+                full[self.alive.to(full.device)] = p  # the leaving rows as they stop
+                self._replace(i, p[positions.to(p.device)].clone(), positions)
         self.alive = self.alive[positions]
         self.narrow(self.alive.clone())
 
@@ -362,10 +375,9 @@ class _ModelAxis:
 
     def restore(self) -> None:
         with torch.no_grad():
-            for p, full in zip(self.params, self.kept):
-                full[self.alive.to(full.device)] = p.detach()
-                p.data = full
-                p.grad = None
+            for i, full in enumerate(self.kept):
+                full[self.alive.to(full.device)] = self.params[i].detach()
+                self._replace(i, full, None)
         self.alive = torch.arange(self.size)
         self.narrow(self.alive.clone())
 
