@@ -331,7 +331,8 @@ class _ModelAxis:
     def __init__(self, model: nn.Module, params: list[torch.Tensor], optimizer: torch.optim.Optimizer, narrow,
                  size: int):
         named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
-        if [p for _, p in named] != params or any(
+        same = len(named) == len(params) and all(p is q for (_, p), q in zip(named, params))  # identity, not ==
+        if not same or any(
                 getattr(p, "model_rows", None) is not None or p.dim() == 0 or p.shape[0] != size for p in params):
             raise ValueError("train_batched(narrow=...): every parameter needs the model axis first, "
                              f"{size} models long (no parameter stacking a subset of them)")
@@ -363,7 +364,7 @@ class _ModelAxis:
             for i, full in enumerate(self.kept):
                 p = self.params[i].detach()
                 full[self.alive.to(full.device)] = p  # the leaving rows as they stop
-                self._replace(i, p[positions.to(p.device)].clone(), positions)
+                self._replace(i, p[positions.to(p.device)], positions)  # indexing copies
         self.alive = self.alive[positions]
         self.narrow(self.alive.clone())
 

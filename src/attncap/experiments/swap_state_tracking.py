@@ -395,10 +395,8 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     train_norm = torch.zeros(len(grid))
 
     def next_batch(step):
-        # A stopped model's parameters are held fixed, so its slice only needs some data: the shortest
-        # length any model still trains on (not its own T_train, which would lengthen everyone's batch).
-        # (A stopped model still on the axis, in a loop that holds it, gets the shortest length any model
-        # still trains on, not its own T_train, which would lengthen everyone's batch.)
+        # Only the models on the axis get data. A stopped model still there (a loop that holds it) only needs
+        # some: the shortest length any model still trains on (its own T_train would lengthen everyone's batch).
         active = [stages[s] for s, d in zip(stage, done.tolist()) if not d] or [stages[0]]
         batches = [sample(n, min(active) if done[i] else stages[stage[i]], spec["batch"], gens[i], tokens_per_swap=form)
                    for i in rows]
