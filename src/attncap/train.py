@@ -449,13 +449,17 @@ def plateau_certified(settings: TrainSettings, fraction: float = 0.1, drop: floa
     each model's own history (its first model_steps[m] losses): settled when the loss fell by at most
     `drop` (default PLATEAU_DROP) over the last `fraction` of training per unit of learning rate
     (`plateau_drop` / `tail_lr_fraction` over the steps actually run, continuation included), with that
-    rate at least `min_lr_fraction` (default MIN_LR_FRACTION) of its peak. A model whose last losses are
-    not finite is settled too: it diverged (certify reports DIVERGED), and more steps cannot certify it."""
-    from attncap.claims import MIN_LR_FRACTION, PLATEAU_DROP, still_moving  # at call time: claims never imports train
+    rate at least `min_lr_fraction` (default MIN_LR_FRACTION) of its peak. At the budget that is one read,
+    the certificate itself; a model continued past it (a first read said still moving) must read settled
+    twice, on the last two windows and on the two before them (`plateau_settled`), so the continuation's
+    repeated looks do not stop it on one lucky window. A model whose last losses are not finite is settled
+    too: it diverged (certify reports DIVERGED), and more steps cannot certify it."""
+    tail_lr: dict[tuple[int, int], float] = {}
 
-    drop = PLATEAU_DROP if drop is None else drop
-    min_lr_fraction = MIN_LR_FRACTION if min_lr_fraction is None else min_lr_fraction
-    tail_lr: dict[int, float] = {}
+    def rate(end: int, window: int) -> float:
+        if (end, window) not in tail_lr:
+            tail_lr[end, window] = tail_lr_fraction(settings, end, window=window)
+        return tail_lr[end, window]
 
     def certified(history: torch.Tensor, model_steps: torch.Tensor) -> torch.Tensor:
         history = history.detach().cpu()
@@ -466,12 +470,41 @@ def plateau_certified(settings: TrainSettings, fraction: float = 0.1, drop: floa
             if not math.isfinite(final_loss(own)):
                 out[m] = True
                 continue
-            if n not in tail_lr:
-                tail_lr[n] = tail_lr_fraction(settings, n, fraction)
-            out[m] = not still_moving(plateau_drop(own, fraction), tail_lr[n], drop, min_lr_fraction)
+            out[m] = plateau_settled(own, rate, reads=1 if n <= settings.steps else 2, fraction=fraction,
+                                     drop=drop, min_lr_fraction=min_lr_fraction)
         return out
 
     return certified
+
+
+def plateau_settled(losses, lr_of_window: Callable[[int, int], float], reads: int = 1, fraction: float = 0.1,
+                    drop: float | None = None, min_lr_fraction: float | None = None) -> bool:
+    """The certificate's plateau rule (`attncap.claims.still_moving`) read `reads` times: on the last two
+    windows of `fraction` of the history (read 1: `plateau_drop`'s windows) and on the pairs ending one,
+    two, ... windows earlier. `lr_of_window(end, window)`: the mean learning-rate factor over
+    losses[end - window:end], which the change is divided by.
+
+    Why more than one read where a loop looks again and again (a continuation, the swap task's length
+    budget): each look is another chance for batch noise to make one pair of windows look flat while the
+    loss still falls. A swap run read 'settled' at 30 450 steps whose loss then fell 11% over 6000 more;
+    two adjacent pairs must both be flat, i.e. no fall above the rule's rate over the last three windows.
+    One read is the certificate itself, for a single look."""
+    from attncap.claims import MIN_LR_FRACTION, PLATEAU_DROP, still_moving  # at call time: claims never imports train
+
+    drop = PLATEAU_DROP if drop is None else drop
+    min_lr_fraction = MIN_LR_FRACTION if min_lr_fraction is None else min_lr_fraction
+    losses = [float(x) for x in losses]
+    window = max(1, int(len(losses) * fraction))
+    for k in range(reads):
+        end = len(losses) - k * window
+        if end < 2 * window:
+            return False  # too short to read: not shown settled (plateau_drop's NaN)
+        before = sum(losses[end - 2 * window:end - window]) / window
+        last = sum(losses[end - window:end]) / window
+        change = (before - last) / abs(before) if before else 0.0
+        if still_moving(change, lr_of_window(end, window), drop, min_lr_fraction):
+            return False
+    return True
 
 
 def loss_curve(losses, points: int = 6) -> str:

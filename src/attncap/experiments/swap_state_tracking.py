@@ -19,7 +19,8 @@ trained) or none, `schedule` the learning-rate decay after warm-up (cosine or co
 budget per curriculum length (a model that has not learned its current length within it stops there;
 `learned_T` records the longest length a held-out check passed at `promote_accuracy`), `stage_cap` how far
 past that budget a model whose loss at this length is still falling may go on (the plateau rule of
-`learning_status` over its steps at this length, checked every `check_every` steps), and `depths`
+`learning_status` over its steps at this length, checked every `check_every` steps: once at the first look,
+on two adjacent window pairs at every later one, `attncap.train.plateau_settled`), and `depths`
 a per-part depth axis (a list for every model, or {mixer: [depths]}; part names gain "-L<depth>").
 `follow_multiplier` (m) keeps a model training after it solved T_train, checking its accuracy at m·T_train
 (last quarter of the swaps, own held-out stream) until that settles: `follow_checks` consecutive checks ≥
@@ -52,7 +53,8 @@ from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM, masked_token_loss
 from attncap.models.mixers import BETA_MAX, MIXERS
 from attncap.tasks.swap_state_tracking import IGNORE, contents_after, query_offset, sample, step_positions, vocab_size
-from attncap.train import TrainSettings, final_loss, loss_curve, plateau_drop, tail_lr_fraction, train_batched
+from attncap.train import (TrainSettings, final_loss, loss_curve, plateau_drop, plateau_settled, tail_lr_fraction,
+                           train_batched)
 
 MODEL_LABELS = {
     "softmax": "Transformer",
@@ -414,13 +416,17 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         rows[:] = kept.tolist()
         model.keep_models(kept)
 
-    def still_falling(i, step) -> bool:
-        """The loss at model i's current length still falls (the plateau rule over its steps at this length)."""
-        own = torch.stack(loss_log[reached[i][stages[stage[i]]]:])[:, i].tolist()
-        # the rate over the same window plateau_drop compares, as stop_reason's lr_last10 for a whole run
-        rate = tail_lr_fraction(settings, step + 1, window=max(1, int(len(own) * 0.1)))
-        return learning_status(final_loss(own), None, None, loss_drop=plateau_drop(own),
-                               lr_fraction=rate) == STILL_MOVING
+    def still_falling(i, step, first_look: bool) -> bool:
+        """The loss at model i's current length still falls: the plateau rule over its steps at this length,
+        read once at the first look and twice at every later one (`plateau_settled`: these looks come every
+        `check_every` steps, each a chance for one flat-looking window pair)."""
+        start = reached[i][stages[stage[i]]]
+        own = torch.stack(loss_log[start:])[:, i].tolist()
+        if not math.isfinite(final_loss(own)):
+            return False  # diverged: more steps cannot help
+        # each window's rate, as stop_reason's lr_last10 for a whole run
+        return not plateau_settled(own, lambda end, window: tail_lr_fraction(settings, start + end, window=window),
+                                   reads=1 if first_look else 2)
 
     def on_step(step, losses, batch):
         trained = torch.zeros(len(grid), dtype=torch.bool)
@@ -452,7 +458,8 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 if acc >= spec["promote_accuracy"]:
                     learned[i] = max(learned[i], L)
                 elif (spec["stage_steps"] and learned[i] < L and step + 1 - reached[i][L] >= spec["stage_steps"]
-                      and (step + 1 - reached[i][L] >= stage_cap or not still_falling(i, step))):
+                      and (step + 1 - reached[i][L] >= stage_cap or not still_falling(
+                          i, step, first_look=step + 1 - reached[i][L] < spec["stage_steps"] + spec["check_every"]))):
                     # Not learned within this length's budget (continued up to `stage_cap` while its loss
                     # still fell): the frontier run stops here. With a continuation its stop_reason is that
                     # decision (stopped before the cap: settled; at the cap, still falling at every check
@@ -509,7 +516,8 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 out.append(False)  # until its accuracy beyond T_train settles, up to the cap
             elif stage_settled[i] is not None:
                 out.append(True)  # decided at an earlier chunk
-            elif int(model_steps[i]) < continue_steps and (fresh(i) or still_falling(i, step)):
+            elif int(model_steps[i]) < continue_steps and (
+                    fresh(i) or still_falling(i, step, first_look=int(model_steps[i]) <= spec["steps"])):
                 extended[i] = True
                 out.append(False)
             else:
