@@ -695,19 +695,21 @@ def test_continue_cap_certifies_a_failure_to_learn(monkeypatch):
     """A model that has not solved T_train by the budget goes on (at the final rate) while its loss still falls, up to
     continue_cap budgets, and that one decision labels it: at the cap still falling `max_steps`, settled before it
     `plateau`. Without the option the run stops at the budget exactly as before."""
-    from attncap.claims import LEARNED, STILL_MOVING
-
     spec = dict(SMALL, n_objects=[5], models=["softmax"], steps=20, T_train=8, curriculum_start=8, check_every=5)
     ctx = RunContext.create(claim="swap_state_tracking", experiment="S2", part="n5-softmax", tier="test")
+    reads = []
 
-    def run_with(status, **extra):
-        monkeypatch.setattr(experiment, "learning_status", lambda *a, **k: status)
+    def run_with(settled, **extra):
+        reads.clear()
+        monkeypatch.setattr(experiment, "plateau_settled", lambda *a, **k: reads.append(k["reads"]) or settled(k["reads"]))
         rows = experiment.run("S2", dict(spec, **extra), ctx)
         return rows.loc[rows["test_multiplier"] == 1, ["steps_run", "stop_reason", "continue_cap"]].values.tolist()
 
-    assert run_with(STILL_MOVING, continue_cap=3) == [[60, "max_steps", 3]]
-    assert run_with(LEARNED, continue_cap=3) == [[20, "plateau", 3]]
-    assert run_with(STILL_MOVING) == [[20, "max_steps", 1]]
+    assert run_with(lambda r: False, continue_cap=3) == [[60, "max_steps", 3]]
+    assert reads == [1] + [2] * 7  # the budget's look is the certificate; each later look reads twice
+    assert run_with(lambda r: True, continue_cap=3) == [[20, "plateau", 3]]
+    assert run_with(lambda r: r == 1, continue_cap=3) == [[20, "plateau", 3]]
+    assert run_with(lambda r: False) == [[20, "max_steps", 1]]
     # a model promoted to its next length within the last 20% of its steps is not judged yet: it goes on at least that
     # long at the new length, even where the plateau rule would call its few steps there settled
     assert experiment.fresh_length(reached_at=18, now=20, check_every=1)
@@ -718,21 +720,23 @@ def test_continue_cap_certifies_a_failure_to_learn(monkeypatch):
 def test_stage_cap_continues_a_length_only_while_its_loss_falls(monkeypatch):
     """Past `stage_steps` a length not learned goes on while the plateau rule says the loss still falls, and
     stops at `stage_cap`; a settled loss stops at `stage_steps` (the plateau rule itself is tested in test_claims)."""
-    from attncap.claims import LEARNED, STILL_MOVING
-
     spec = dict(SMALL, n_objects=[5], models=["softmax"], depths=[1], positional="learned", schedule="constant",
                 stage_steps=10, stage_cap=25, steps=100, curriculum_start=8, T_train=8, check_every=5)
     ctx = RunContext.create(claim="swap_state_tracking", experiment="S4", part="n5-softmax-L1", tier="test")
+    reads = []
 
-    def run_with(status):
-        monkeypatch.setattr(experiment, "learning_status", lambda *a, **k: status)
+    def run_with(settled):
+        reads.clear()
+        monkeypatch.setattr(experiment, "plateau_settled", lambda *a, **k: reads.append(k["reads"]) or settled(k["reads"]))
         rows = experiment.run("S4", spec, ctx)
         return rows.loc[rows["test_multiplier"] == 1, ["steps_run", "stop_reason"]].values.tolist()
 
     # the stop and its label come from one decision: at the cap still falling, before it settled
-    assert run_with(STILL_MOVING) == [[25, "max_steps"]]
-    assert run_with(LEARNED) == [[10, "plateau"]]
-    monkeypatch.setattr(experiment, "learning_status", lambda *a, **k: STILL_MOVING)
+    assert run_with(lambda r: False) == [[25, "max_steps"]]
+    assert reads == [1, 2, 2]  # the first look at stage_steps reads once, the later ones twice
+    assert run_with(lambda r: True) == [[10, "plateau"]]
+    assert run_with(lambda r: r == 2) == [[15, "plateau"]]
+    monkeypatch.setattr(experiment, "plateau_settled", lambda *a, **k: False)
     assert experiment.run("S4", {**spec, "stage_cap": None}, ctx).loc[0, "steps_run"] == 10  # no cap: the budget
 
 
