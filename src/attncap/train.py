@@ -496,13 +496,8 @@ def plateau_settled(losses, lr_of_window: Callable[[int, int], float], reads: in
     losses = [float(x) for x in losses]
     window = max(1, int(len(losses) * fraction))
     for k in range(reads):
-        end = len(losses) - k * window
-        if end < 2 * window:
-            return False  # too short to read: not shown settled (plateau_drop's NaN)
-        before = sum(losses[end - 2 * window:end - window]) / window
-        last = sum(losses[end - window:end]) / window
-        change = (before - last) / abs(before) if before else 0.0
-        if still_moving(change, lr_of_window(end, window), drop, min_lr_fraction):
+        end = len(losses) - k * window  # too short to read: plateau_drop's NaN, which still_moving calls moving
+        if still_moving(plateau_drop(losses[:end], window=window), lr_of_window(end, window), drop, min_lr_fraction):
             return False
     return True
 
@@ -518,11 +513,12 @@ def loss_curve(losses, points: int = 6) -> str:
     return " ".join(f"{s}:{losses[s]:.4g}" for s in steps)
 
 
-def plateau_drop(losses, fraction: float = 0.1) -> float:
-    """Relative fall of the mean loss from the second-to-last to the last `fraction` of training:
-    near 0 on a plateau, large while the model is still learning (NaN if the history is too short)."""
+def plateau_drop(losses, fraction: float = 0.1, window: int | None = None) -> float:
+    """Relative fall of the mean loss from the second-to-last to the last `fraction` of training (or the
+    last two `window`s of steps): near 0 on a plateau, large while the model is still learning (NaN if the
+    history is too short)."""
     losses = [float(x) for x in losses]
-    window = max(1, int(len(losses) * fraction))
+    window = max(1, int(len(losses) * fraction)) if window is None else int(window)
     if len(losses) < 2 * window:
         return math.nan
     before = sum(losses[-2 * window:-window]) / window
