@@ -581,7 +581,8 @@ display(readout_table.round(3))
 # **kernel** — κ1 = linear tracks and beats κ1 = exp by ≥ 0.20 at n = 5, T_train / both kernels the same;
 # **construction** — DeltaNet β ∈ (0, 2) ≥ 0.95 at 4T for n ≤ d_head / length-bound; **protocol** — on the
 # paper's protocol (S4, T = 16, n = 5) the 1-layer DeltaFormer ≥ 0.95 and no Transformer depth reaches it
-# within the same budget / some depth does (depth helps), or DeltaFormer settles below; **boundary**, where S1's
+# within the same budget / some depth does (depth helps), or DeltaFormer settles below, each model (the DeltaFormer,
+# each depth) decided only where all its seeds agree; **boundary**, where S1's
 # Transformer never learned T_train, is decided in distribution on S4: at the longest length T* each depth
 # learns for every n ≤ 4, n = 5 is not learned / it is, at every depth (a rival at any depth → not reproduced,
 # as S1's reading needs the drop at every pair). A depth decides only where every choice of seeds gives the

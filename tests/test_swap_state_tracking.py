@@ -789,6 +789,30 @@ def test_protocol_rival_is_family_wise_and_needs_the_same_budget():
     assert short.verdict == INCONCLUSIVE and "fewer than the DeltaFormer's 5000" in short.reason
 
 
+def test_protocol_decides_a_model_only_where_its_seeds_agree():
+    """One seed of a depth tracking S_5 and another settled below it (with its control) is inside the seed spread:
+    not resolved, so a verdict cannot rest on one run near the threshold (the reference's 4-layer seed read 0.961 on
+    one machine and 0.968 on another). Every seed tracking is the rival; a seed withheld beside one that tracks
+    leaves the depth withheld, naming what the other seed read."""
+    def seeds(*transformers, **kw):
+        return pd.concat([protocol_table(transformer=t, seed=s, **kw) for s, t in enumerate(transformers)],
+                         ignore_index=True)
+    split = claim.protocol(seeds((0.4, 0.45, 0.99), (0.4, 0.45, 0.5)))
+    assert split.verdict == INCONCLUSIVE and split.measured["by model"]["Transformer L4"] == "not resolved"
+    assert "Transformer L4 inside the seed spread" in split.reason
+    assert claim.protocol(seeds((0.4, 0.45, 0.99), (0.4, 0.45, 0.99))).verdict == PARTIALLY
+    assert claim.protocol(seeds((0.4, 0.45, 0.5), (0.4, 0.45, 0.5))).verdict == REPRODUCED
+    # the reference's case: seed 1 tracks, seed 0 below while its depth never learned n ≤ 4 at length 16
+    held = claim.protocol(seeds((0.4, 0.45, 0.87), (0.4, 0.45, 0.99), learned_n3=(16, 16, 8), learned_n4=(8, 8, 8)))
+    assert held.verdict == INCONCLUSIVE and held.withheld == "under-trained"
+    assert "Transformer L4 seed=1 at 0.990 (the rival's side)" in held.reason
+    assert "Transformer L4 seed=0 at 0.870" in held.reason and "Transformer L1" not in held.reason
+    # the DeltaFormer's side too: one seed settled below and one above is not a rival
+    former = pd.concat([protocol_table(former=f, former_reason="plateau", seed=s) for s, f in enumerate((0.99, 0.4))],
+                       ignore_index=True)
+    assert claim.protocol(former).measured["by model"]["DeltaFormer L1"] == "not resolved"
+
+
 def test_protocol_needs_the_transformers_positive_control():
     """A Transformer depth that learned no solvable group (n ≤ 4) at the protocol's length cannot support 'more
     layers did not help': its failure at n = 5 is what a recipe failing at that length for every n also gives."""
@@ -797,7 +821,7 @@ def test_protocol_needs_the_transformers_positive_control():
     assert "Transformer L1" in result.reason and "Transformer L2" in result.reason  # n = 4 learned 8 only
     # the default tier's frontier: every depth learned length 4 at n = 3 and nothing longer
     short = claim.protocol(protocol_table(learned_n3=(4, 4, 4), learned_n4=(0, 4, 4)))
-    assert short.verdict == INCONCLUSIVE and "longest learned: 4" in short.reason
+    assert short.verdict == INCONCLUSIVE and "n ≤ 4 learned up to T = 4" in short.reason
     # one depth with its control (n = 4 learned at 16) is decided; the others are withheld
     one = claim.protocol(protocol_table(learned_n3=(4, 4, 4), learned_n4=(4, 4, 16)))
     assert one.verdict == INCONCLUSIVE and "Transformer L4" not in one.reason

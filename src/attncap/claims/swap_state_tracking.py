@@ -821,14 +821,35 @@ def frontier_table(frame: pd.DataFrame | None) -> pd.DataFrame:
     return out[cols].sort_values(["mixer", "layers", "n_objects"]).reset_index(drop=True)
 
 
+def _agreement(runs: dict[str, str | Certificate], reads: dict[str, str]) -> str | Certificate:
+    """One model's outcome from its seeds (`runs`: each run's CLAIMED / RIVAL / NOT_RESOLVED, or the Certificate
+    that withheld it): decided only where every seed gives the same outcome, NOT_RESOLVED where decided seeds
+    disagree (the outcome lies inside the seed spread), withheld where some seed is withheld (its outcome could
+    still go either way), the reason naming what the decided seeds read (`reads`, by run)."""
+    held = [v for v in runs.values() if isinstance(v, Certificate)]
+    decided = {k: v for k, v in runs.items() if not isinstance(v, Certificate)}
+    if held:
+        cert = Certificate.combine(held)
+        if not decided:
+            return cert
+        side = {CLAIMED: "the law's side", RIVAL: "the rival's side", NOT_RESOLVED: "not resolved"}
+        return cert + Certificate.fail(cert.kind, "seeds decided beside a withheld seed of the same model: " + listing(
+            [f"{k} {reads.get(k, '')} ({side[v]})" for k, v in decided.items()]), list(decided))
+    outcomes = set(decided.values())
+    return outcomes.pop() if len(outcomes) == 1 else NOT_RESOLVED
+
+
 def protocol(frame: pd.DataFrame | None) -> Check:
     """The paper's sentence on its own protocol (S4): at n = PROTOCOL_N, T_train = PROTOCOL_T, the 1-layer
-    DeltaFormer reaches ≥ SUCCESS (run by run, `threshold_outcomes`: a settled run below is the rival) and
-    no Transformer depth does within the same step budget (each depth run by run against SUCCESS: one at or
-    above it is the rival). A Transformer below SUCCESS counts for the claim only with its positive control
-    (`control_length`): the same depth and recipe learned a solvable group (n ≤ 4) at length PROTOCOL_T, so
-    the failure at n = 5 is not the recipe failing at that length whatever n is (the rival a Transformer
-    at chance would also fit); otherwise that depth is withheld."""
+    DeltaFormer reaches ≥ SUCCESS and no Transformer depth does within the same step budget. Each run is
+    decided against SUCCESS on its held-out evaluation (`threshold_outcomes` for the DeltaFormer: a settled run
+    below is the rival), and each model (the DeltaFormer, each Transformer depth) on the agreement of its seeds
+    (`_agreement`): one seed above and one below is inside the seed spread, so a verdict cannot rest on one run
+    near the threshold, which machine rounding moves by more than its evaluation's standard error. A Transformer
+    below SUCCESS counts for the claim only with its positive control (`control_length`): the same depth and
+    recipe learned a solvable group (n ≤ 4) at length PROTOCOL_T, so the failure at n = 5 is not the recipe
+    failing at that length whatever n is (the rival a Transformer at chance would also fit); otherwise that
+    run is withheld."""
     check = Check("protocol", f"On the paper's protocol (T_train = {PROTOCOL_T}, per-step labels) a 1-layer DeltaFormer "
                   f"tracks the swaps of {PROTOCOL_N} objects, where Transformers with 1, 2 and 4 layers do not "
                   "(at the same width and step budget).", f"{PAPER}, Sec. 3.2", {},
@@ -837,8 +858,10 @@ def protocol(frame: pd.DataFrame | None) -> Check:
                   f"per run against {SUCCESS}, with the binomial standard error of its held-out evaluation: the claimed "
                   f"side at ± {Z_EVAL:.2f} SE per run, a Transformer at or above {SUCCESS} (the rival) at 1 − 0.05/runs "
                   "(Bonferroni: a false rival in some run ≤ 2.5% per check); a Transformer below counts only after at "
-                  "least the DeltaFormer's steps (the same budget); DeltaFormer claimed and every depth claimed → "
-                  "reproduced, any rival → not reproduced (both sides rival) or partially", INCONCLUSIVE,
+                  "least the DeltaFormer's steps (the same budget); per model (the DeltaFormer, each Transformer depth) "
+                  "decided only where all its seeds agree, seeds that disagree are inside the seed spread; DeltaFormer "
+                  "claimed and every depth claimed → reproduced, any rival → not reproduced (both sides rival) or "
+                  "partially", INCONCLUSIVE,
                   rival=f"depth helps the Transformer (some depth ≥ {SUCCESS} at n = {PROTOCOL_N}, T = {PROTOCOL_T} "
                   f"within the budget), or the 1-layer DeltaFormer does not track them (a settled run below {SUCCESS})")
     former = _depth_rows(frame, DELTAFORMER, PROTOCOL_N)
@@ -849,11 +872,13 @@ def protocol(frame: pd.DataFrame | None) -> Check:
         return gate(check, SETTLED_PRECONDITION, Certificate.fail(
             MISSING, f"no 1-layer DeltaFormer and Transformer runs at n = {PROTOCOL_N}, T_train = {PROTOCOL_T} (S4)"))
     runs, former_withheld, accuracy = threshold_outcomes(former, SUCCESS)
-    outcomes = {f"DeltaFormer L1 {k}": v for k, v in runs.items()}
+    models: dict[str, dict[str, str | Certificate]] = {"DeltaFormer L1": dict(runs)}
+    for failure in former_withheld.failures:
+        for name in failure.runs:
+            models["DeltaFormer L1"][name] = Certificate((failure,))
     measured = {"DeltaFormer L1": accuracy, "steps_run": {}}
     for _, row in former.iterrows():
         measured["steps_run"][f"DeltaFormer L1 seed={int(row['seed'])}"] = int(row["steps_run"])
-    withheld = [former_withheld]
     # A Transformer at or above SUCCESS is the rival: resolved at 1 − 0.05/runs (Bonferroni over the check's runs, a
     # false rival somewhere ≤ 2.5% per check, as the cell rule of S1); below it, the claim at Z_EVAL per run.
     z_rival = float(stats.norm.ppf(0.5 + family_level(len(former) + len(transformer)) / 2))
@@ -863,35 +888,50 @@ def protocol(frame: pd.DataFrame | None) -> Check:
     for depth, rows in transformer.groupby("layers"):
         control = control_length(frame, depth)
         learned_control = control >= PROTOCOL_T
+        model = models.setdefault(f"Transformer L{int(depth)}", {})
         for _, row in rows.iterrows():
             name = f"Transformer L{int(depth)} seed={int(row['seed'])}"
             acc = float(row["acc"])
             measured[name] = {"acc": acc, "learned_T": int(row.get("learned_T", 0)), "steps_run": int(row["steps_run"]),
                               "stop_reason": str(row.get("stop_reason", "")), "control_learned_T_n_le_4": control}
             if not math.isfinite(acc):
-                withheld.append(Certificate.fail(DIVERGED, f"{name} diverged", [name]))
+                model[name] = Certificate.fail(DIVERGED, f"{name} diverged", [name])
                 continue
             se = eval_margin(row)
             tracks = CLAIMED if acc - z_rival * se >= SUCCESS else RIVAL if acc + Z_EVAL * se < SUCCESS else NOT_RESOLVED
             if tracks == RIVAL and int(row["steps_run"]) < former_steps:
-                withheld.append(Certificate.fail(TOO_SHORT, f"{name} below {SUCCESS} after {int(row['steps_run'])} "
-                                                 f"steps, fewer than the DeltaFormer's {former_steps}", [name]))
-                continue
-            if tracks == RIVAL and not learned_control:
-                withheld.append(Certificate.fail(UNDER_TRAINED, f"{name} below {SUCCESS} at n = {PROTOCOL_N}, but the "
-                                                 f"same depth learned no n ≤ 4 at length {PROTOCOL_T} either (longest "
-                                                 f"learned: {control}), so the failure is the recipe's at this length, "
-                                                 f"not shown to be S_5's ({recipe(frame)})", [name]))
-                continue
-            outcomes[name] = {CLAIMED: RIVAL, RIVAL: CLAIMED, NOT_RESOLVED: NOT_RESOLVED}[tracks]
+                model[name] = Certificate.fail(TOO_SHORT, f"{name} below {SUCCESS} after {int(row['steps_run'])} "
+                                               f"steps, fewer than the DeltaFormer's {former_steps}", [name])
+            elif tracks == RIVAL and not learned_control:
+                model[name] = Certificate.fail(UNDER_TRAINED, f"below {SUCCESS} at n = {PROTOCOL_N}, but the same depth "
+                                               f"learned no n ≤ 4 at length {PROTOCOL_T} either, so the failure is the "
+                                               f"recipe's at this length, not shown to be S_5's: {name} at {acc:.3f} "
+                                               f"(n ≤ 4 learned up to T = {control})", [name])
+            else:
+                # the Transformer's side of the law is "does not track": a run that tracks is the rival
+                model[name] = {CLAIMED: RIVAL, RIVAL: CLAIMED, NOT_RESOLVED: NOT_RESOLVED}[tracks]
+    reads = {**{k: f"at {v:.3f}" for k, v in accuracy.items()},
+             **{k: f"at {v['acc']:.3f}" for k, v in measured.items() if k.startswith("Transformer")}}
+    outcomes, withheld = {}, []
+    for key, model in models.items():
+        result = _agreement(model, reads)
+        if isinstance(result, Certificate):
+            withheld.append(result)
+        else:
+            outcomes[key] = result
+    measured["by model"] = {k: v for k, v in outcomes.items()}
     check.measured = measured
+    recipe_text = recipe(frame)
+    if any(f.kind == UNDER_TRAINED for c in withheld for f in c.failures):
+        withheld.append(Certificate.fail(UNDER_TRAINED, f"the Transformers' recipe: {recipe_text}", []))
     check = _settle(check, outcomes, Certificate.combine(withheld), SETTLED_PRECONDITION + "; a Transformer depth "
                     f"below the threshold counts only beside its positive control: the same depth and recipe learned "
-                    f"some n ≤ 4 at length {PROTOCOL_T}", f"runs at n = {PROTOCOL_N} against {SUCCESS}")
+                    f"some n ≤ 4 at length {PROTOCOL_T}; each model decided only where all its seeds agree",
+                    f"models at n = {PROTOCOL_N} against {SUCCESS}")
     pending = [k for k, v in outcomes.items() if v == NOT_RESOLVED]
     if check.verdict == INCONCLUSIVE and pending and "not resolved" not in check.reason:
-        check.reason += (f"; not resolved against {SUCCESS} (the rival side at {z_rival:.2f} SE, Bonferroni over the "
-                         f"runs): {listing(pending)}")
+        check.reason += (f"; not resolved against {SUCCESS} (a run's rival side at {z_rival:.2f} SE, Bonferroni over "
+                         f"the runs; a model's seeds must agree): {listing(pending)}")
     return check
 
 
