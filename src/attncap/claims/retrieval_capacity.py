@@ -611,7 +611,12 @@ def _gated(check: Check, outcomes: dict[str, str], withheld: Certificate, what: 
     the items withheld: a rival decided on certified runs stands (the withheld items cannot undo it);
     otherwise withheld items make it inconclusive (`gate`), and so do decisions not resolved. `passing`:
     the (soft) certificate of runs that still improve but already pass a lower bound, counted in
-    `outcomes`; their pass stands with the reason saying so (`gate(..., stands=REPRODUCED)`)."""
+    `outcomes`; their pass stands with the reason saying so (`gate(..., stands=REPRODUCED)`).
+
+    Each item holds its own comparison (a run, a series, a cell with both arms), so when every certified item
+    is claimed and the withheld ones failed only softly (under-trained, still moving), the verdict stands on
+    the certified items and the reason names the ones withheld: the gate withholds only the part that depends
+    on an uncertified run, as `gate_certified_part` does for whole configurations in claims 2 and 3."""
     check.verdict = tally(outcomes, every=every)
     check.precondition = PRECONDITION
     if check.verdict in (NOT_REPRODUCED, PARTIALLY):
@@ -619,6 +624,13 @@ def _gated(check: Check, outcomes: dict[str, str], withheld: Certificate, what: 
             check.measured = dict(check.measured, withheld=withheld.text)
         return check
     if not withheld.ok:
+        if check.verdict == REPRODUCED and withheld.soft:
+            held = withheld.merged()
+            check.reason = f"decided on the {len(outcomes)} items whose runs are certified; withheld: {held.text}"
+            if passing is not None and not passing.ok:
+                check.reason += f"; passes although {passing.merged().text}"
+            check.measured = dict(check.measured, withheld=held.text)
+            return check
         return gate(check, PRECONDITION, withheld)
     if check.verdict == INCONCLUSIVE:
         check.reason = not_resolved_reason(what, detail or "no certified cells")
