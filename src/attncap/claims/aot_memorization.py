@@ -24,7 +24,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import curve_fit
 
 from attncap.claims import (DIVERGED, INCONCLUSIVE, LEARNED, MISSING, NOT_REPRODUCED, PARTIALLY,
                             PLATEAU_DROP, REPRODUCED, TOO_SHORT, Certificate, Check, certify, fraction_verdict,
@@ -411,6 +410,8 @@ def power_fit(x, y, intercept: bool) -> dict:
             return {"exponent": math.nan, "r2": math.nan}
         fit = linear_fit(np.log(x), np.log(y))
         return {"exponent": fit["slope"], "r2": fit["r2"]}
+    from scipy.optimize import curve_fit  # here, not at the top: every claim-2 training job imports this module
+
     try:
         with warnings.catch_warnings():  # a flat covariance estimate is fine: only the exponent is used
             warnings.simplefilter("ignore")

@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from attncap import theory
 from attncap.claims import (DIVERGED, INCONCLUSIVE, MISSING, NOT_REPRODUCED, PARTIALLY, REPRODUCED,
@@ -116,6 +115,8 @@ def linear_error_law(e1: pd.DataFrame | None) -> Check:
                 "max_relative_deviation": float(rel.max()) if len(rel) else math.nan}
     if "se_error2" in multi and len(multi):
         # P(some cell off by > tol | the law exact), each cell's mean Gaussian with its own standard error
+        from scipy import stats  # here, not at the top: every claim-1 training job imports this module
+
         margin = LINEAR_REL_TOL * multi["theory_error2"] / multi["se_error2"]
         measured["false_failure_probability"] = float(1 - np.prod(2 * stats.norm.cdf(margin) - 1))
         measured["max_relative_se"] = float((multi["se_error2"] / multi["theory_error2"]).max())
