@@ -877,6 +877,7 @@ def protocol(frame: pd.DataFrame | None) -> Check:
         for name in failure.runs:
             models["DeltaFormer L1"][name] = Certificate((failure,))
     measured = {"DeltaFormer L1": accuracy, "steps_run": {}}
+    reads = {k: f"at {v:.3f}" for k, v in accuracy.items()}  # what each run read, for the reasons that name it
     for _, row in former.iterrows():
         measured["steps_run"][f"DeltaFormer L1 seed={int(row['seed'])}"] = int(row["steps_run"])
     # A Transformer at or above SUCCESS is the rival: resolved at 1 − 0.05/runs (Bonferroni over the check's runs, a
@@ -894,6 +895,7 @@ def protocol(frame: pd.DataFrame | None) -> Check:
             acc = float(row["acc"])
             measured[name] = {"acc": acc, "learned_T": int(row.get("learned_T", 0)), "steps_run": int(row["steps_run"]),
                               "stop_reason": str(row.get("stop_reason", "")), "control_learned_T_n_le_4": control}
+            reads[name] = f"at {acc:.3f}"
             if not math.isfinite(acc):
                 model[name] = Certificate.fail(DIVERGED, f"{name} diverged", [name])
                 continue
@@ -910,8 +912,6 @@ def protocol(frame: pd.DataFrame | None) -> Check:
             else:
                 # the Transformer's side of the law is "does not track": a run that tracks is the rival
                 model[name] = {CLAIMED: RIVAL, RIVAL: CLAIMED, NOT_RESOLVED: NOT_RESOLVED}[tracks]
-    reads = {**{k: f"at {v:.3f}" for k, v in accuracy.items()},
-             **{k: f"at {v['acc']:.3f}" for k, v in measured.items() if k.startswith("Transformer")}}
     outcomes, withheld = {}, []
     for key, model in models.items():
         result = _agreement(model, reads)
@@ -919,11 +919,10 @@ def protocol(frame: pd.DataFrame | None) -> Check:
             withheld.append(result)
         else:
             outcomes[key] = result
-    measured["by model"] = {k: v for k, v in outcomes.items()}
+    measured["by model"] = dict(outcomes)
     check.measured = measured
-    recipe_text = recipe(frame)
     if any(f.kind == UNDER_TRAINED for c in withheld for f in c.failures):
-        withheld.append(Certificate.fail(UNDER_TRAINED, f"the Transformers' recipe: {recipe_text}", []))
+        withheld.append(Certificate.fail(UNDER_TRAINED, f"the Transformers' recipe: {recipe(frame)}", []))
     check = _settle(check, outcomes, Certificate.combine(withheld), SETTLED_PRECONDITION + "; a Transformer depth "
                     f"below the threshold counts only beside its positive control: the same depth and recipe learned "
                     f"some n ≤ 4 at length {PROTOCOL_T}; each model decided only where all its seeds agree",
