@@ -63,3 +63,20 @@ def test_jobs_compute_deterministically_without_loading_the_compiler():
              "'torch._inductor' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "True", "False"]
+
+
+def test_importing_attncap_freezes_objects_before_the_final_collection():
+    """A job's exit skips collecting torch's objects (benchmarks/job_startup.py measures what that saves): after
+    the exit handlers have run, every object is in the frozen generation, and the handlers registered after it
+    (here one that writes a file) still run first."""
+    import subprocess
+    import sys
+
+    code = ("import atexit, gc, sys\n"
+            "import attncap\n"
+            "atexit.register(lambda: sys.stdout.write(f'frozen before: {gc.get_freeze_count()}\\n'))\n"
+            "atexit._run_exitfuncs()\n"
+            "print(f'frozen after: {gc.get_freeze_count()}')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "frozen before: 0"
+    assert int(out[1].split(": ")[1]) > 1000
