@@ -72,7 +72,7 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 from attncap import plotting
 from attncap.claims import aot_memorization as verdicts_module
 from attncap.notebook import open_claim
-from attncap.tasks.aot_memorization import accuracy_bound
+from attncap.theory import accuracy_bound
 
 CLAIM = "aot_memorization"
 claim = open_claim(CLAIM, results_dir, runs)

@@ -13,8 +13,8 @@ from attncap.claims import aot_memorization as claim
 from attncap.config import ConfigError, validate_config
 from attncap.experiments.aot_memorization import job_parts, stacks
 from attncap.models.aot_memorization import AoTStack
-from attncap.tasks.aot_memorization import (EpochShuffler, accuracy_bound, all_pairs, associations_from_accuracy,
-                                            make_block)
+from attncap.tasks.aot_memorization import EpochShuffler, all_pairs, make_block
+from attncap.theory import accuracy_bound, associations_from_accuracy
 from attncap.train import TrainSettings, tail_lr_fraction
 
 

@@ -1,5 +1,6 @@
 """Closed forms for associative retrieval: linear crosstalk, the softmax error bound, the exact MGF of the
-dot product of random unit vectors, and retrieval-SNR formulas for Gaussian keys.
+dot product of random unit vectors, retrieval-SNR formulas for Gaussian keys, and the accuracy that X memorised
+associations guarantee on N² token pairs (claim 2).
 
 Everything is float64 numpy/scipy and tested against brute force (tests/test_theory.py).
 """
@@ -147,3 +148,15 @@ def snr_inv_relu(n, d, centred: bool = False):
         return {"mean": np.full_like(n, np.nan), "typical": (n - 1.0) / d}
     typical = (n - 1.0) * (1.0 / np.pi**2 + (1.0 - 1.0 / np.pi) / d)
     return {"mean": np.full_like(n, np.inf), "typical": typical}
+
+
+# ---------------------------------------------------------------- attention-only transformers (claim 2) --
+def associations_from_accuracy(accuracy, n_tokens: int):
+    """Invert acc = 1/N + (1 − 1/N)·X/N² (random guessing on the pairs not memorised): X associations."""
+    return (accuracy - 1.0 / n_tokens) * n_tokens**2 / (1.0 - 1.0 / n_tokens)
+
+
+def accuracy_bound(associations, n_tokens: int):
+    """φ(X) = 1/N + (1 − 1/N)·min(X, N²)/N²: the accuracy X memorised associations guarantee."""
+    x = np.minimum(np.asarray(associations, dtype=float), n_tokens**2)
+    return 1.0 / n_tokens + (1.0 - 1.0 / n_tokens) * x / n_tokens**2

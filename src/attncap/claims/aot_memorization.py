@@ -31,7 +31,7 @@ from attncap.claims import (DIVERGED, INCONCLUSIVE, LEARNED, MISSING, NOT_REPROD
                             missing_check)
 from attncap.claims.laws import (CLAIMED, LEVEL, NOT_RESOLVED, RIVAL, Difference, Exponent, LawComparison, compare_groups,
                                  compare_laws, exponent_interval, not_resolved_reason, tally, with_intercept)
-from attncap.tasks.aot_memorization import accuracy_bound
+from attncap.theory import accuracy_bound
 
 TITLE = "Attention-only transformers memorize H·d_h + d associations"
 PAPER = "Dana, Pydi & Chevaleyre 2024 (arXiv 2411.10115)"

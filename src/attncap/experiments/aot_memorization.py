@@ -19,7 +19,8 @@ import torch
 from attncap.claims.aot_memorization import CONVERGED_ARM, PROTOCOL_ARM, SATURATION, run_status
 from attncap.experiments.context import RunContext
 from attncap.models.aot_memorization import AoTStack, per_model_accuracy, per_model_cross_entropy
-from attncap.tasks.aot_memorization import (EpochShuffler, all_pairs, associations_from_accuracy, make_block)
+from attncap.tasks.aot_memorization import EpochShuffler, all_pairs, make_block
+from attncap.theory import associations_from_accuracy
 from attncap.train import (TrainSettings, generators, loss_curve, plateau_certified, plateau_drop, tail_lr_fraction,
                            train_batched)
 

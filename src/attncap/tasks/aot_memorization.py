@@ -70,15 +70,3 @@ class EpochShuffler:
     def load_state_dict(self, state: dict) -> None:
         self._order, self._epoch = state["order"], state["epoch"]
 
-
-def associations_from_accuracy(accuracy, n_tokens: int):
-    """Invert acc = 1/N + (1 − 1/N)·X/N² (random guessing on the pairs not memorised): X associations."""
-    return (accuracy - 1.0 / n_tokens) * n_tokens**2 / (1.0 - 1.0 / n_tokens)
-
-
-def accuracy_bound(associations, n_tokens: int):
-    """φ(X) = 1/N + (1 − 1/N)·min(X, N²)/N²: the accuracy X memorised associations guarantee."""
-    import numpy as np
-
-    x = np.minimum(np.asarray(associations, dtype=float), n_tokens**2)
-    return 1.0 / n_tokens + (1.0 - 1.0 / n_tokens) * x / n_tokens**2
