@@ -520,13 +520,27 @@ def _cell_check(check_id, statement, source, expected, rival, tolerance, outcome
     return _not_resolved(check, outcomes, what)
 
 
-GROWS, TIES, FALLS = "grows", "ties", "falls"
+GROWS, TIES, FALLS, NO_FALL = "grows", "ties", "falls", "does not fall"
+
+
+def best_h_step(smaller_m: list[int], larger_m: list[int]) -> str:
+    """How the best h moves between two cells, given the head counts that may be best at each (`best_sets`):
+    `grows` when every possible best h at the larger m exceeds every one at the smaller m, `falls` for the mirror
+    image, `ties` when both sets are the same single h, `does not fall` when the sets share only their boundary
+    h (every possible best h at the larger m is at least every one at the smaller m: a growth or a tie, never a
+    fall), otherwise not resolved (a fall is possible)."""
+    if max(smaller_m) < min(larger_m):
+        return GROWS
+    if min(smaller_m) > max(larger_m):
+        return FALLS
+    if smaller_m == larger_m and len(smaller_m) == 1:
+        return TIES
+    return NO_FALL if max(smaller_m) <= min(larger_m) else NOT_RESOLVED
 
 
 def best_h_pairs(rows: pd.DataFrame) -> dict[str, dict]:
-    """Adjacent m at fixed d_model among compressed permutation cells with a best set: `grows` when every
-    possible best h at the larger m exceeds every possible best h at the smaller m, `falls` for the mirror
-    image, `ties` when both sets are the same single h, otherwise not resolved."""
+    """Adjacent m at fixed d_model among compressed permutation cells with a best set, and how the best h moves
+    between them (`best_h_step`)."""
     sets = best_sets(rows)
     cells = _compressed(sets)
     cells = cells[cells["best_set"].map(len) > 0]
@@ -534,29 +548,30 @@ def best_h_pairs(rows: pd.DataFrame) -> dict[str, dict]:
     for d, group in cells.groupby("d_model"):
         group = group.sort_values("m")
         for (_, a), (_, b) in zip(group.iloc[:-1].iterrows(), group.iloc[1:].iterrows()):
-            outcome = (GROWS if max(a["best_set"]) < min(b["best_set"]) else
-                       FALLS if min(a["best_set"]) > max(b["best_set"]) else
-                       TIES if a["best_set"] == b["best_set"] and len(a["best_set"]) == 1 else NOT_RESOLVED)
-            out[f"d{d}: m{a['m']}→m{b['m']}"] = {"best_h_sets": f"{a['best_set']}→{b['best_set']}", "outcome": outcome}
+            out[f"d{d}: m{a['m']}→m{b['m']}"] = {"best_h_sets": f"{a['best_set']}→{b['best_set']}",
+                                                 "outcome": best_h_step(a["best_set"], b["best_set"])}
     return out
 
 
 def best_h_grows(rows: pd.DataFrame | None) -> Check:
     statement = f"Compression r ≥ {MIN_COMPRESSION}: the best h grows as m grows at fixed d_model"
-    expected = "best h(m₂) > best h(m₁) for some adjacent m₁ < m₂ (same d_model), and never best h(m₂) < best h(m₁)"
+    expected = ("best h(m₂) > best h(m₁) for some adjacent m₁ < m₂ (same d_model), and never best h(m₂) < best h(m₁) "
+                "(spec 04: the best h does not decrease as m grows)")
     rival = "the best h does not grow with m (the same h, e.g. one head, is best at every m)"
     tolerance = ("per cell the set of head counts that may be best (no other split's range lies entirely below "
                  "theirs, ranges = union over seeds of the search brackets); per adjacent pair: grows / falls when "
-                 "the sets are disjoint and ordered, ties when both are the same single h, else not resolved. Any "
-                 "fall → not reproduced (partially if some pair grows); ≥ 1 growth and every other pair a growth or "
-                 "a tie → reproduced (a pair not resolved could hide a fall); only ties → not reproduced (all ties "
-                 "is no growth); otherwise inconclusive")
+                 "the sets are disjoint and ordered, ties when both are the same single h, does not fall when they "
+                 "share only their boundary h (max of the smaller m's set ≤ min of the larger m's: a growth or a tie), "
+                 "else not resolved. Any fall → not reproduced (partially if some pair grows); ≥ 1 growth and every "
+                 "other pair a growth, a tie or does not fall → reproduced (a pair not resolved could hide a fall); "
+                 "only ties → not reproduced (all ties is no growth); otherwise inconclusive")
     source = f"{SOURCE}, Fig. 2"
     if rows is None:
         return _missing("best_h_grows", statement, expected, rival, tolerance)
     pairs = best_h_pairs(rows)
     outcomes = [p["outcome"] for p in pairs.values()]
     grows, falls, ties = outcomes.count(GROWS), outcomes.count(FALLS), outcomes.count(TIES)
+    no_fall = outcomes.count(NO_FALL)
     pending = [k for k, p in pairs.items() if p["outcome"] == NOT_RESOLVED]
     if falls:
         verdict = PARTIALLY if grows else NOT_REPRODUCED
@@ -567,7 +582,8 @@ def best_h_grows(rows: pd.DataFrame | None) -> Check:
     else:
         verdict = INCONCLUSIVE
     check = Check("best_h_grows", statement, source,
-                  {"pairs": len(pairs), "grows": grows, "ties": ties, "falls": falls, "by_pair": pairs},
+                  {"pairs": len(pairs), "grows": grows, "ties": ties, "does_not_fall": no_fall, "falls": falls,
+                   "by_pair": pairs},
                   expected, tolerance, verdict, rival=rival)
     if verdict == INCONCLUSIVE:
         check.reason = not_resolved_reason(
