@@ -210,8 +210,9 @@ def ranges(rows: pd.DataFrame) -> pd.DataFrame:
 def best_sets(rows: pd.DataFrame) -> pd.DataFrame:
     """Per cell: the head counts that may be the best split, `best_set` = every h whose range is not
     entirely above another h's range (h is out when some h'' has range_hi(h'') < range_lo(h): then
-    D_K*(h'') < D_K*(h) in every seed). The true best h is in the set; a cell where no split passed in
-    every seed has an empty set (censored)."""
+    D_K*(h'') < D_K*(h) in every seed). The checks read the set as holding the true best h, which holds as far as
+    the ranges hold the seed spread (a cell whose seeds vary far more than the pooled spread can lose it); a cell
+    where no split passed in every seed has an empty set (censored)."""
     out = []
     for keys, group in ranges(rows).groupby(CELL_KEYS):
         finite = np.isfinite(group["range_hi"])
@@ -589,6 +590,7 @@ def best_h_grows(rows: pd.DataFrame | None) -> Check:
         check.reason = not_resolved_reason(
             "growth of the best h", f"{grows} of {len(pairs)} pairs grow, but {listing(pending)} "
             f"{'is' if len(pending) == 1 else 'are'} not resolved and could hide a fall" if grows else
+            f"{len(pairs)} pairs, none resolved as growing ({no_fall} cannot fall, but may be ties)" if no_fall else
             f"{len(pairs)} pairs, none resolved as growing or falling" if pairs else
             "no pair of compressed cells at one d_model")
     elif verdict == NOT_REPRODUCED and not falls:
