@@ -45,11 +45,9 @@ def main() -> None:
     print(f"{'variant':34s} {'start-up + work s':>18s} {'exit s':>8s}   (median of {args.repeats})")
     for name, (before, after) in times.items():
         print(f"{name:34s} {statistics.median(before):18.2f} {statistics.median(after):8.2f}")
-    from attncap.runtime import machine_rates
+    from attncap.runtime import machine_rates_line
 
-    rates = machine_rates()
-    print(f"this machine now, one thread: float32 matmul {rates['matmul_f32_gflops']} GFLOP/s, "
-          f"memory copy {rates['copy_gbs']} GB/s")
+    print(machine_rates_line())
 
 
 if __name__ == "__main__":

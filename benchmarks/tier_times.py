@@ -32,11 +32,9 @@ def main() -> None:
     print()
     print(per_claim.to_string(float_format=lambda v: f"{v:.1f}"))
     print(f"\ntotal core-minutes: {jobs['seconds'].sum() / 60:.1f}")
-    from attncap.runtime import machine_rates
+    from attncap.runtime import machine_rates_line
 
-    rates = machine_rates()
-    print(f"this machine now, one thread: float32 matmul {rates['matmul_f32_gflops']} GFLOP/s, float64 "
-          f"{rates['matmul_f64_gflops']} GFLOP/s, memory copy {rates['copy_gbs']} GB/s (state timings beside these)")
+    print(machine_rates_line())
 
 
 if __name__ == "__main__":

@@ -214,3 +214,10 @@ def machine_rates(repeats: int = 5) -> dict:
         return out
     finally:
         torch.set_num_threads(threads)
+
+
+def machine_rates_line(repeats: int = 5) -> str:
+    """`machine_rates` measured now, as the one line a benchmark prints beside its timings."""
+    rates = machine_rates(repeats)
+    return (f"this machine now, one thread: float32 matmul {rates['matmul_f32_gflops']} GFLOP/s, float64 "
+            f"{rates['matmul_f64_gflops']} GFLOP/s, memory copy {rates['copy_gbs']} GB/s (state timings beside these)")
