@@ -20,7 +20,9 @@ budget per curriculum length (a model that has not learned its current length wi
 `learned_T` records the longest length a held-out check passed at `promote_accuracy`), `stage_cap` how far
 past that budget a model whose loss at this length is still falling may go on (the plateau rule of
 `learning_status` over its steps at this length, checked every `check_every` steps: once at the first look,
-on two adjacent window pairs at every later one, `attncap.train.plateau_settled`), and `depths`
+on two adjacent window pairs at every later one, `attncap.train.plateau_settled`; at the last length, T_train,
+up to the rest of the run's `steps` instead, so a run that learned the earlier lengths quickly is not cut
+short of the budget the slower ones get), and `depths`
 a per-part depth axis (a list for every model, or {mixer: [depths]}; part names gain "-L<depth>").
 `follow_multiplier` (m) keeps a model training after it solved T_train, checking its accuracy at m·T_train
 (last quarter of the swaps, own held-out stream) until that settles: `follow_checks` consecutive checks ≥
@@ -393,6 +395,16 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     loss_log: list[torch.Tensor] = []  # every step's (M,) losses, kept on the device (no per-step sync)
     rows = list(range(len(grid)))  # the models on the axis: a stopped one is dropped (train_batched(narrow=...))
     stage_cap = max(spec["stage_cap"] or 0, spec["stage_steps"] or 0)
+
+    def length_cap(i: int, L: int) -> int:
+        """How many steps model i may spend at length L while its loss there still falls: `stage_cap`, except
+        that with a continuation (stage_cap > stage_steps) the last length may use the rest of the run's budget.
+        The cap makes a run move on so that later lengths are reached; at the last there is no later one, and a
+        run that learned the earlier lengths quickly keeps the steps it saved (the step budget is the same for
+        every run, as the protocol compares models at equal budgets)."""
+        if L == stages[-1] and stage_cap > (spec["stage_steps"] or 0):
+            return max(stage_cap, spec["steps"] - reached[i][L])
+        return stage_cap
     extended = [False] * len(grid)  # kept training past the budget by `continue_cap` (its loss still fell there)
     train_norm = torch.zeros(len(grid))
 
@@ -458,7 +470,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 if acc >= spec["promote_accuracy"]:
                     learned[i] = max(learned[i], L)
                 elif (spec["stage_steps"] and learned[i] < L and step + 1 - reached[i][L] >= spec["stage_steps"]
-                      and (step + 1 - reached[i][L] >= stage_cap or not still_falling(
+                      and (step + 1 - reached[i][L] >= length_cap(i, L) or not still_falling(
                           i, step, first_look=step + 1 - reached[i][L] < spec["stage_steps"] + spec["check_every"]))):
                     # Not learned within this length's budget (continued up to `stage_cap` while its loss
                     # still fell): the frontier run stops here. With a continuation its stop_reason is that
@@ -466,7 +478,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                     # before it: not shown settled); without one, the plateau rule over the run's last 10%.
                     done[i] = stalled[i] = True
                     if stage_cap > spec["stage_steps"]:
-                        stage_settled[i] = step + 1 - reached[i][L] < stage_cap
+                        stage_settled[i] = step + 1 - reached[i][L] < length_cap(i, L)
                     continue
                 if stage[i] == len(stages) - 1:
                     if following[i] is not None and beyond is not None:
