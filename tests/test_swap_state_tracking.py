@@ -719,25 +719,33 @@ def test_continue_cap_certifies_a_failure_to_learn(monkeypatch):
 
 def test_stage_cap_continues_a_length_only_while_its_loss_falls(monkeypatch):
     """Past `stage_steps` a length not learned goes on while the plateau rule says the loss still falls, and
-    stops at `stage_cap`; a settled loss stops at `stage_steps` (the plateau rule itself is tested in test_claims)."""
+    stops at `stage_cap`; a settled loss stops at `stage_steps` (the plateau rule itself is tested in test_claims).
+    At the last length (T_train) the cap is the rest of the run's budget: nothing comes after it to move on to."""
+    # curriculum 4 → 8: this 5-object model learns nothing in 25 steps, so it stays at length 4, not the last
     spec = dict(SMALL, n_objects=[5], models=["softmax"], depths=[1], positional="learned", schedule="constant",
-                stage_steps=10, stage_cap=25, steps=100, curriculum_start=8, T_train=8, check_every=5)
+                stage_steps=10, stage_cap=25, steps=100, curriculum_start=4, T_train=8, check_every=5)
     ctx = RunContext.create(claim="swap_state_tracking", experiment="S4", part="n5-softmax-L1", tier="test")
     reads = []
 
-    def run_with(settled):
+    def run_with(settled, **changes):
         reads.clear()
         monkeypatch.setattr(experiment, "plateau_settled", lambda *a, **k: reads.append(k["reads"]) or settled(k["reads"]))
-        rows = experiment.run("S4", spec, ctx)
-        return rows.loc[rows["test_multiplier"] == 1, ["steps_run", "stop_reason"]].values.tolist()
+        rows = experiment.run("S4", {**spec, **changes}, ctx)
+        return rows.loc[rows["test_multiplier"] == 1, ["steps_run", "stop_reason", "final_stage_T"]].values.tolist()
 
     # the stop and its label come from one decision: at the cap still falling, before it settled
-    assert run_with(lambda r: False) == [[25, "max_steps"]]
+    assert run_with(lambda r: False) == [[25, "max_steps", 4]]
     assert reads == [1, 2, 2]  # the first look at stage_steps reads once, the later ones twice
-    assert run_with(lambda r: True) == [[10, "plateau"]]
-    assert run_with(lambda r: r == 2) == [[15, "plateau"]]
+    assert run_with(lambda r: True) == [[10, "plateau", 4]]
+    assert run_with(lambda r: r == 2) == [[15, "plateau", 4]]
+    # the last length: still falling, the run goes on to its budget (not stage_cap); settled, it stops as before
+    assert run_with(lambda r: False, curriculum_start=8) == [[100, "max_steps", 8]]
+    assert run_with(lambda r: True, curriculum_start=8) == [[10, "plateau", 8]]
+    # the rest of the budget, never less than stage_cap: a cap beyond the budget ends the run at the budget
+    assert run_with(lambda r: False, curriculum_start=8, stage_cap=150)[0][0] == 100
     monkeypatch.setattr(experiment, "plateau_settled", lambda *a, **k: False)
-    assert experiment.run("S4", {**spec, "stage_cap": None}, ctx).loc[0, "steps_run"] == 10  # no cap: the budget
+    for start in (4, 8):  # no continuation (stage_cap None): a length's budget ends the run, the last one too
+        assert experiment.run("S4", {**spec, "stage_cap": None, "curriculum_start": start}, ctx).loc[0, "steps_run"] == 10
 
 
 def protocol_table(former=0.99, transformer=(0.4, 0.45, 0.5), learned_n3=(16, 16, 16), learned_n5=(4, 4, 4),
