@@ -798,8 +798,8 @@ def recipe(frame: pd.DataFrame | None, mixer: str = TRANSFORMER) -> str:
     budget, cap = row.get("stage_steps"), row.get("stage_cap")
     if budget is not None and pd.notna(budget):
         if cap is not None and pd.notna(cap) and cap > budget:
-            parts.append(f"{int(budget)} steps per length, up to {int(cap)} while the loss still falls (the cap), "
-                         f"{int(row['steps'])} in all")
+            parts.append(f"{int(budget)} steps per length, up to {int(cap)} while the loss still falls (the cap; "
+                         f"the last length up to the rest of the {int(row['steps'])} in all)")
         else:
             parts.append(f"at most {int(budget)} steps per length (the cap), {int(row['steps'])} in all")
     return ", ".join(parts)
