@@ -450,8 +450,9 @@ display(largest)
 # budget per length (`stage_steps`, 8000 at the default tier): a length not learned within it ends the run, unless
 # its loss still falls (the plateau rule over its steps at that length); then it goes on up to `stage_cap` (16000)
 # and ends there, its stop reason `max_steps` if still falling. At the last length, 16, it may go on to the end of
-# the run's budget (36000 steps in all), so a seed that learned 8 swaps quickly is not cut short of the steps a
-# slower seed gets. The word-problem literature's
+# the run's budget (36000 steps in all): nothing follows it, and the cap had stopped a seed that reached 16 swaps
+# early at 20 100 steps while its other seed, once past 0.95 there and so free of the length rule, ran all 36 000.
+# The word-problem literature's
 # batches mixing every length ≤ the current one kept the Transformer at chance beyond swap 4 here, so S4 trains
 # on whole sequences (the config records both measurements). The **frontier** is the longest curriculum length a held-out check passed
 # at 0.95 (last quarter of the swaps), a range over the seeds (`learned_T_min`–`learned_T_max`; the figure's

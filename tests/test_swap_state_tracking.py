@@ -741,11 +741,23 @@ def test_stage_cap_continues_a_length_only_while_its_loss_falls(monkeypatch):
     # the last length: still falling, the run goes on to its budget (not stage_cap); settled, it stops as before
     assert run_with(lambda r: False, curriculum_start=8) == [[100, "max_steps", 8]]
     assert run_with(lambda r: True, curriculum_start=8) == [[10, "plateau", 8]]
-    # the rest of the budget, never less than stage_cap: a cap beyond the budget ends the run at the budget
-    assert run_with(lambda r: False, curriculum_start=8, stage_cap=150)[0][0] == 100
+    # settled past stage_cap at the last length: the label comes from the same cap as the stop (plateau, not max_steps)
+    assert run_with(lambda r: len(reads) >= 5, curriculum_start=8) == [[30, "plateau", 8]]
     monkeypatch.setattr(experiment, "plateau_settled", lambda *a, **k: False)
     for start in (4, 8):  # no continuation (stage_cap None): a length's budget ends the run, the last one too
         assert experiment.run("S4", {**spec, "stage_cap": None, "curriculum_start": start}, ctx).loc[0, "steps_run"] == 10
+    # reached later (length 4 passed at the first check, step 5): the rest of the budget counts from there,
+    # and the run stopped at the budget by that cap is a stage-budget stop
+    def promoted_at(check):  # length 4 reads learned from the check-th held-out check on, nothing else ever does
+        looks = []
+        return lambda curve, L: torch.tensor(1.0 if L == 4 and len(looks.append(0) or looks) >= check else 0.0)
+
+    # the second stays at length 4 for 80 steps (stage_cap 90) and has 20 left at length 8, fewer than stage_cap
+    for check, reached, cap in ((1, 5, 25), (16, 80, 90)):
+        monkeypatch.setattr(experiment, "last_quarter", promoted_at(check))
+        row = experiment.run("S4", {**spec, "stage_cap": cap}, ctx).loc[lambda r: r["test_multiplier"] == 1].iloc[0]
+        assert (row["steps_run"], row["stop_reason"], row["curriculum"]) == (100, "max_steps", f"4@0 8@{reached}")
+        assert row["stage_budget_stop"]
 
 
 def protocol_table(former=0.99, transformer=(0.4, 0.45, 0.5), learned_n3=(16, 16, 16), learned_n5=(4, 4, 4),

@@ -21,8 +21,8 @@ budget per curriculum length (a model that has not learned its current length wi
 past that budget a model whose loss at this length is still falling may go on (the plateau rule of
 `learning_status` over its steps at this length, checked every `check_every` steps: once at the first look,
 on two adjacent window pairs at every later one, `attncap.train.plateau_settled`; at the last length, T_train,
-up to the rest of the run's `steps` instead, so a run that learned the earlier lengths quickly is not cut
-short of the budget the slower ones get), and `depths`
+up to the rest of the run's `steps` instead: nothing comes after it, and the cap would end a run that reached
+T_train early short of the budget every run may use), and `depths`
 a per-part depth axis (a list for every model, or {mixer: [depths]}; part names gain "-L<depth>").
 `follow_multiplier` (m) keeps a model training after it solved T_train, checking its accuracy at m·T_train
 (last quarter of the swaps, own held-out stream) until that settles: `follow_checks` consecutive checks ≥
@@ -399,11 +399,13 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     def length_cap(i: int, L: int) -> int:
         """How many steps model i may spend at length L while its loss there still falls: `stage_cap`, except
         that with a continuation (stage_cap > stage_steps) the last length may use the rest of the run's budget.
-        The cap makes a run move on so that later lengths are reached; at the last there is no later one, and a
-        run that learned the earlier lengths quickly keeps the steps it saved (the step budget is the same for
-        every run, as the protocol compares models at equal budgets)."""
+        The cap makes a run move on so that later lengths are reached; at the last there is no later one, so a
+        run that reached it early may use the rest of the step budget, which is the same for every run (the
+        protocol compares models at equal budgets). So every run still falling at the last length when the budget
+        ends is a stage-budget stop (`max_steps`), however late it reached that length (once it had `stage_steps`
+        there); this also ends it at `steps`, before `continue_cap` could extend it (no config combines the two)."""
         if L == stages[-1] and stage_cap > (spec["stage_steps"] or 0):
-            return max(stage_cap, spec["steps"] - reached[i][L])
+            return spec["steps"] - reached[i][L]
         return stage_cap
     extended = [False] * len(grid)  # kept training past the budget by `continue_cap` (its loss still fell there)
     train_norm = torch.zeros(len(grid))
