@@ -2,6 +2,7 @@
 the shared mixer, the batched LM against per-model runs, the verdict functions and config checks."""
 import collections
 import copy
+import itertools
 import math
 from pathlib import Path
 
@@ -749,8 +750,8 @@ def test_stage_cap_continues_a_length_only_while_its_loss_falls(monkeypatch):
     # reached later (length 4 passed at the first check, step 5): the rest of the budget counts from there,
     # and the run stopped at the budget by that cap is a stage-budget stop
     def promoted_at(check):  # length 4 reads learned from the check-th held-out check on, nothing else ever does
-        looks = []
-        return lambda curve, L: torch.tensor(1.0 if L == 4 and len(looks.append(0) or looks) >= check else 0.0)
+        looks = itertools.count(1)  # counts the checks at length 4 only (`and` skips the others)
+        return lambda curve, L: torch.tensor(1.0 if L == 4 and next(looks) >= check else 0.0)
 
     # the second stays at length 4 for 80 steps (stage_cap 90) and has 20 left at length 8, fewer than stage_cap
     for check, reached, cap in ((1, 5, 25), (16, 80, 90)):

@@ -395,6 +395,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     loss_log: list[torch.Tensor] = []  # every step's (M,) losses, kept on the device (no per-step sync)
     rows = list(range(len(grid)))  # the models on the axis: a stopped one is dropped (train_batched(narrow=...))
     stage_cap = max(spec["stage_cap"] or 0, spec["stage_steps"] or 0)
+    continued_lengths = stage_cap > (spec["stage_steps"] or 0)  # a length still falling may go past its budget
 
     def length_cap(i: int, L: int) -> int:
         """How many steps model i may spend at length L while its loss there still falls: `stage_cap`, except
@@ -404,7 +405,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         protocol compares models at equal budgets). So every run still falling at the last length when the budget
         ends is a stage-budget stop (`max_steps`), however late it reached that length (once it had `stage_steps`
         there); this also ends it at `steps`, before `continue_cap` could extend it (no config combines the two)."""
-        if L == stages[-1] and stage_cap > (spec["stage_steps"] or 0):
+        if L == stages[-1] and continued_lengths:
             return spec["steps"] - reached[i][L]
         return stage_cap
     extended = [False] * len(grid)  # kept training past the budget by `continue_cap` (its loss still fell there)
@@ -469,18 +470,19 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                     continue  # (not in curve: diverged, off the axis)
                 acc = float(last_quarter(curve[i], L))
                 checks[i].append(f"{step + 1}:{L}:{acc:.3f}")
+                at_length = step + 1 - reached[i][L]  # steps trained at the current length
                 if acc >= spec["promote_accuracy"]:
                     learned[i] = max(learned[i], L)
-                elif (spec["stage_steps"] and learned[i] < L and step + 1 - reached[i][L] >= spec["stage_steps"]
-                      and (step + 1 - reached[i][L] >= length_cap(i, L) or not still_falling(
-                          i, step, first_look=step + 1 - reached[i][L] < spec["stage_steps"] + spec["check_every"]))):
-                    # Not learned within this length's budget (continued up to `stage_cap` while its loss
+                elif (spec["stage_steps"] and learned[i] < L and at_length >= spec["stage_steps"]
+                      and (at_length >= length_cap(i, L) or not still_falling(
+                          i, step, first_look=at_length < spec["stage_steps"] + spec["check_every"]))):
+                    # Not learned within this length's budget (continued up to `length_cap` while its loss
                     # still fell): the frontier run stops here. With a continuation its stop_reason is that
                     # decision (stopped before the cap: settled; at the cap, still falling at every check
                     # before it: not shown settled); without one, the plateau rule over the run's last 10%.
                     done[i] = stalled[i] = True
-                    if stage_cap > spec["stage_steps"]:
-                        stage_settled[i] = step + 1 - reached[i][L] < length_cap(i, L)
+                    if continued_lengths:
+                        stage_settled[i] = at_length < length_cap(i, L)
                     continue
                 if stage[i] == len(stages) - 1:
                     if following[i] is not None and beyond is not None:
