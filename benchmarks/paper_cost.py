@@ -2,7 +2,7 @@
 
 For every trained experiment of every claim, this script walks the training jobs/groups a config
 defines (using the experiments' own helpers: `aot_memorization.stacks`, `mha_memorization.trained_groups`,
-`rgr_capacity.cells/parts/Search`, `swap_state_tracking.model_grid`, and and `retrieval_capacity.mqar_grid/mqar_model`),
+`rgr_capacity.cells/parts/Search`, `swap_state_tracking.model_grid`, and `retrieval_capacity.mqar_parts/mqar_grid/mqar_model`),
 builds the same batched model the experiment builds, moves it and one batch to the `meta` device (so
 nothing is computed), and counts the FLOPs of ONE training step (forward + backward of the summed
 per-model losses) with `torch.utils.flop_counter.FlopCounterMode`. Each step is counted at two batch
@@ -23,10 +23,20 @@ the final evaluation passes. So these are lower-bound-ish step costs and UPPER b
   * Monte Carlo experiments (claim 1 E1–E4, claim 3 M1/M8) and claim 4's constructed references are not
     counted (no training; they are a small part of the default-tier time as well: see the note printed).
 
+Measured (`--measure cuda`): the paper tier's jobs of claims 1, 3 and 5 (> 99.8% of its FLOPs) are counted, and
+the `--top` costliest of each experiment are built on the device and timed: real training steps (forward,
+backward of the summed per-model losses, Adam) at float32, the tiers' precision, and on CUDA again with TF32
+matmuls allowed, read against the device's own float32 / TF32 matmul rate and with the peak memory. Each
+experiment's hours are its FLOPs at the rate its costliest job achieved. The experiments' own training loop adds
+evaluations and per-model stopping, not counted; the steps are maxima. This replaces the assumed rate with a
+measured one; docs/performance.md gives the numbers and the card.
+
 Usage (fast, < 1 min, CPU only, no training is run):
     python benchmarks/paper_cost.py
     python benchmarks/paper_cost.py --default-core-minutes retrieval_capacity=30 aot_memorization=55 \\
         mha_memorization=40 rgr_capacity=80 swap_state_tracking=25 --gpu-tflops 50
+    python benchmarks/paper_cost.py --measure cuda --top 1 --claims retrieval_capacity mha_memorization \\
+        swap_state_tracking --csv paper_gpu.csv      # a few minutes on one GPU
 Options: --default/--paper pick the config files (default config/config.yaml and config/paper.yaml),
 --claims restricts the claims, --verbose prints every experiment.
 Projection: paper core-time ≈ (paper FLOPs / default FLOPs) × default core-time — this assumes the
@@ -39,6 +49,7 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -101,14 +112,17 @@ def affine(model, loss_fn, make_batch, size: int) -> int:
     return f1 + (f2 - f1) * (size - 1)
 
 
-def to_meta(x):
+def to_device(x, device=META):
     if isinstance(x, torch.Tensor):
-        return x.to(META)
+        return x.to(device)
     if isinstance(x, dict):
-        return {k: to_meta(v) for k, v in x.items()}
+        return {k: to_device(v, device) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return type(x)(to_meta(v) for v in x)
+        return type(x)(to_device(v, device) for v in x)
     return x
+
+
+to_meta = to_device
 
 
 def build(factory) -> torch.nn.Module:
@@ -129,16 +143,24 @@ def retrieval_capacity(section: dict) -> list[tuple[str, str, float]]:
     spec = section["E5"]
     sampler = mqar_curriculum_batch if spec["curriculum"] else mqar_batch
     out = []
-    for d_model in spec["d_model"]:
-        configs, model_seeds = rc_exp.mqar_grid(spec, f"d{d_model}")  # every mixer and arm of the width: one job's worth
+    for part in rc_exp.mqar_parts(spec):  # one training job per (width, mixer, arm)
+        configs, model_seeds = rc_exp.mqar_grid(spec, part)
         model = build(lambda: rc_exp.mqar_model(spec, configs, model_seeds))
 
         def make_batch(b):
             gens = [torch.Generator().manual_seed(s) for s in model_seeds]
             return to_meta(rc_exp.mqar_batch_stack(spec, configs, gens, b, sampler))
 
-        per_step = affine(model, lambda m, b: masked_token_loss(m(b[0], b[1]), b[2]), make_batch, spec["batch"])
-        out.append(("E5", f"d{d_model} ({len(configs)} models)", per_step * spec["steps"]))
+        def loss_fn(m, b):
+            return masked_token_loss(m(b[0], b[1]), b[2])
+
+        def make(device, spec=spec, configs=configs, model_seeds=model_seeds, sampler=sampler):
+            gens = [torch.Generator().manual_seed(s) for s in model_seeds]
+            batch = rc_exp.mqar_batch_stack(spec, configs, gens, spec["batch"], sampler)
+            return rc_exp.mqar_model(spec, configs, model_seeds).to(device), loss_fn, to_device(batch, device)
+
+        per_step = affine(model, loss_fn, make_batch, spec["batch"])
+        out.append(("E5", f"{part} ({len(configs)} models)", per_step * spec["steps"], (make, spec["steps"])))
     return out
 
 
@@ -178,6 +200,7 @@ def mha_memorization(section: dict) -> list[tuple[str, str, float]]:
         shared = spec["context"] == "shared"
         classes = spec["labels"] == "classes"
         d = spec["d"]
+        loss_fn = _mha_loss(classes)
         cache: dict = {}
         for g in mha_exp.trained_groups(spec):
             seeds, n, heads, d_head, T = g["seeds"], g["n"], g["heads"], g["d_head"], g["T"]
@@ -193,20 +216,36 @@ def mha_memorization(section: dict) -> list[tuple[str, str, float]]:
                         n_classes=spec.get("n_classes", 100), distribution=spec["distribution"]) for s in seeds])
                     return to_meta(data)
 
-                def loss_fn(model, batch):
-                    o = model(batch["query"], batch["context"])
-                    y = batch["labels"]
-                    if classes:
-                        return F.cross_entropy(o.flatten(0, 1), y.flatten(), reduction="none").view(y.shape).mean(1)
-                    return ((o.squeeze(-1) - y) ** 2).mean(1)
-
                 f1 = step_flops(model, loss_fn, make_batch(1))
                 f2 = step_flops(model, loss_fn, make_batch(2))
                 cache[key] = (f1, f2 - f1)
             f1, slope = cache[key]
+
+            def make(device, spec=spec, seeds=seeds, n=n, heads=heads, d_head=d_head, T=T, loss_fn=loss_fn):
+                classes, d = spec["labels"] == "classes", spec["d"]
+                model = BatchedMHAMemorizer(
+                    list(range(len(seeds))), d_in=d, d=d, heads=heads, d_head=d_head, n=n,
+                    out_dim=spec.get("n_classes", 100) if classes else 1, positional=spec["positional"])
+                data = mha_tasks.stack_datasets([mha_tasks.make_dataset(
+                    T, n, d, torch.Generator().manual_seed(s), shared=spec["context"] == "shared",
+                    labels=spec["labels"], n_classes=spec.get("n_classes", 100),
+                    distribution=spec["distribution"]) for s in seeds])
+                return model.to(device), loss_fn, to_device(data, device)
+
             out.append((exp, f"n={n} H={heads} dh={d_head} T={T} x{len(seeds)}",
-                        (f1 + slope * (T - 1)) * spec["steps"]))
+                        (f1 + slope * (T - 1)) * spec["steps"], (make, spec["steps"])))
     return out
+
+
+def _mha_loss(classes: bool):
+    """Claim 3's per-model training loss: cross-entropy over classes, or squared error on scalar labels."""
+    def loss_fn(model, batch):
+        o = model(batch["query"], batch["context"])
+        y = batch["labels"]
+        if classes:
+            return F.cross_entropy(o.flatten(0, 1), y.flatten(), reduction="none").view(y.shape).mean(1)
+        return ((o.squeeze(-1) - y) ** 2).mean(1)
+    return loss_fn
 
 
 # ---- claim 4: scorer banks (full batch over all m×m pairs) ------------------------------------------
@@ -285,18 +324,29 @@ def swap_state_tracking(section: dict) -> list[tuple[str, str, float]]:
                    **(swap_exp.READOUTS[readout] if readout is not None else {})}
             grid = swap_exp.model_grid(exp, job, n, mixer, depth, readout)
             seeds = [g["seed"] * 1_000 + n for g in grid]
-            model = build(lambda: BatchedLM(seeds, [g["mixer"] for g in grid], vocab=swap_vocab(n),
-                                            d_model=job["d_model"], n_layers=job["layers"], n_heads=job["heads"],
-                                            mlp_ratio=job["mlp_ratio"], positional=job["positional"],
-                                            readout_temperature=bool(job["readout_temperature"]),
-                                            max_len=2 * job["T_train"] + 2))
+
+            def factory(job=job, grid=grid, seeds=seeds, n=n):
+                return BatchedLM(seeds, [g["mixer"] for g in grid], vocab=swap_vocab(n), d_model=job["d_model"],
+                                 n_layers=job["layers"], n_heads=job["heads"], mlp_ratio=job["mlp_ratio"],
+                                 positional=job["positional"], readout_temperature=bool(job["readout_temperature"]),
+                                 max_len=2 * job["T_train"] + 2)
+
+            model = build(factory)
 
             def make_batch(b):
                 batches = [swap_sample(n, job["T_train"], b, torch.Generator().manual_seed(s)) for s in seeds]
                 return to_meta((torch.stack([x.tokens for x in batches]), torch.stack([x.targets for x in batches])))
 
-            per_step = affine(model, lambda m, b: masked_token_loss(m(b[0]), b[1]), make_batch, job["batch"])
-            out.append((exp, f"{part} ({len(grid)} models)", per_step * job["steps"]))
+            def loss_fn(m, b):
+                return masked_token_loss(m(b[0]), b[1])
+
+            def make(device, job=job, seeds=seeds, n=n, factory=factory):
+                batches = [swap_sample(n, job["T_train"], job["batch"], torch.Generator().manual_seed(s)) for s in seeds]
+                batch = (torch.stack([x.tokens for x in batches]), torch.stack([x.targets for x in batches]))
+                return factory().to(device), loss_fn, to_device(batch, device)
+
+            per_step = affine(model, loss_fn, make_batch, job["batch"])
+            out.append((exp, f"{part} ({len(grid)} models)", per_step * job["steps"], (make, job["steps"])))
     return out
 
 
@@ -305,11 +355,101 @@ COUNTERS = {"retrieval_capacity": retrieval_capacity, "aot_memorization": aot_me
             "swap_state_tracking": swap_state_tracking}
 
 
+# ---- measuring on a device --------------------------------------------------------------------------
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_rate(device: torch.device, n: int = 4096, repeats: int = 10) -> float:
+    """The device's float32 matmul rate (FLOP/s) at the current precision setting: the reference a step's
+    achieved rate is read against."""
+    a = torch.randn(n, n, device=device)
+    b = torch.randn(n, n, device=device)
+    a @ b
+    _sync(device)
+    started = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    _sync(device)
+    return 2 * n ** 3 * repeats / (time.perf_counter() - started)
+
+
+def step_seconds(make, device: torch.device, warmup: int = 2, repeats: int = 5, budget_s: float = 10.0) -> float:
+    """Seconds of one real training step (zero_grad, forward, backward of the summed per-model losses, Adam)
+    of the job `make` builds on `device`: the median of up to `repeats` steps after `warmup`, fewer when a
+    step is slow (at most about `budget_s` seconds of timed steps)."""
+    torch.manual_seed(0)
+    model, loss_fn, batch = make(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=True)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(model, batch).sum().backward()
+        optimizer.step()
+
+    for _ in range(warmup):
+        step()
+    _sync(device)
+    times: list[float] = []
+    while len(times) < repeats and sum(times) < budget_s:
+        started = time.perf_counter()
+        step()
+        _sync(device)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def measure(rows, device: torch.device, top: int) -> list[dict]:
+    """Time the `top` costliest measurable jobs of each experiment on `device` (float32, the tier's
+    precision; on CUDA also with TF32 matmuls allowed) and project each experiment's GPU-hours at the
+    rate its costliest job achieved."""
+    by_exp: dict[str, list] = {}
+    for row in rows:
+        if len(row) == 4:
+            by_exp.setdefault(row[0], []).append(row)
+    settings = [("fp32", False)] + ([("tf32", True)] if device.type == "cuda" else [])
+    peaks = {}
+    for name, tf32 in settings:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        peaks[name] = matmul_rate(device)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    out = []
+    for exp, exp_rows in by_exp.items():
+        total = sum(r[2] for r in exp_rows)
+        for rank, (_, label, flops, (make, steps)) in enumerate(sorted(exp_rows, key=lambda r: -r[2])[:top]):
+            record = {"experiment": exp, "job": label, "rank": rank, "step_gflop": flops / steps / 1e9,
+                      "max_steps": steps, "experiment_flop": total}
+            for name, tf32 in settings:
+                torch.backends.cuda.matmul.allow_tf32 = tf32
+                if device.type == "cuda":
+                    torch.cuda.reset_peak_memory_stats(device)
+                try:
+                    seconds = step_seconds(make, device)
+                except torch.OutOfMemoryError:
+                    record[f"{name}_error"] = "out of memory"
+                    seconds = math.nan
+                finally:
+                    torch.backends.cuda.matmul.allow_tf32 = False
+                    if device.type == "cuda":
+                        record[f"{name}_peak_gib"] = torch.cuda.max_memory_allocated(device) / 2 ** 30
+                        torch.cuda.empty_cache()
+                rate = flops / steps / seconds
+                record.update({f"{name}_ms_per_step": 1e3 * seconds, f"{name}_tflops": rate / 1e12,
+                               f"{name}_of_matmul": rate / peaks[name], f"{name}_matmul_tflops": peaks[name] / 1e12,
+                               f"{name}_experiment_hours": total / rate / 3600})
+            out.append(record)
+            print(", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in record.items()),
+                  flush=True)
+    return out
+
+
 # ---- report -----------------------------------------------------------------------------------------
 
 def by_experiment(rows) -> dict[str, float]:
     totals: dict[str, float] = {}
-    for exp, _, flops in rows:
+    for exp, _, flops, *_ in rows:
         totals[exp] = totals.get(exp, 0.0) + flops
     return totals
 
@@ -324,7 +464,14 @@ def main(argv=None) -> int:
     parser.add_argument("--gpu-tflops", type=float, default=50.0,
                         help="ASSUMED sustained GPU rate (TFLOP/s) for the GPU-hours column (default 50)")
     parser.add_argument("--verbose", action="store_true", help="print every job/group")
+    parser.add_argument("--measure", metavar="DEVICE",
+                        help="time real training steps of the paper tier's costliest jobs on DEVICE (cpu, cuda) "
+                             "and project GPU-hours at the measured rates (counts the paper tier only)")
+    parser.add_argument("--top", type=int, default=1, help="with --measure: jobs timed per experiment")
+    parser.add_argument("--csv", help="with --measure: write the measured table here")
     args = parser.parse_args(argv)
+    if args.measure:
+        return measured(args)
     core_minutes = {}
     for item in args.default_core_minutes:
         claim, _, minutes = item.partition("=")
@@ -342,7 +489,7 @@ def main(argv=None) -> int:
             results[(claim, tier)] = rows
             if args.verbose:
                 print(f"\n[{claim} / {tier}] {len(rows)} jobs, counted in {time.perf_counter() - t0:.1f}s")
-                for exp, label, flops in rows:
+                for exp, label, flops, *_ in rows:
                     print(f"  {exp:3s} {label:60s} {flops:10.3e}")
 
     print("\nTraining FLOPs (matmul-type ops, forward+backward, max steps; see module docstring)")
@@ -378,6 +525,30 @@ def main(argv=None) -> int:
             cm, ch = f"{'-':>17s}", f"{'(give --default-core-minutes)':>21s}"
         print(f"{claim:22s} {ratio:10.1f} {cm} {ch} {gpu_h:16.2f}")
     print(f"\n(counted in {time.perf_counter() - started:.1f}s)")
+    return 0
+
+
+def measured(args) -> int:
+    """--measure: the paper tier's measurable jobs (claims 1, 3 and 5: the trained LMs and memorizers,
+    > 99% of its FLOPs) counted, their costliest timed on the device, and the GPU-hours projected."""
+    import pandas as pd
+
+    device = torch.device(args.measure)
+    paper = yaml.safe_load(Path(args.paper).read_text())
+    started = time.perf_counter()
+    rows = [row for claim in args.claims if claim in paper for row in COUNTERS[claim](paper[claim])]
+    print(f"counted {len(rows)} paper-tier jobs in {time.perf_counter() - started:.0f}s", flush=True)
+    table = pd.DataFrame(measure(rows, device, args.top))
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    head = table[table["rank"] == 0]
+    hours = [c for c in head if c.endswith("_experiment_hours")]
+    print(f"\nHours on {device} at each experiment's costliest job's measured rate (maximum steps: an upper bound "
+          f"on steps; the smaller jobs run at lower rates: a lower bound on their time):")
+    shown = [c for c in head if c.endswith(("_tflops", "_peak_gib"))]
+    print(head[["experiment", "job", "step_gflop"] + shown + hours]
+          .to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    print("total: " + ", ".join(f"{c.split('_')[0]} {head[c].sum():.3g} h" for c in hours))
     return 0
 
 
