@@ -42,7 +42,7 @@ stopped schedule: such a run is 'still moving' (not certified), whatever its los
 # these; a Certificate of several runs lists its failures, each with its kind and the runs concerned.
 LEARNED = "learned"
 UNDER_TRAINED = "under-trained"  # finite, but below the in-distribution accuracy it must reach
-STILL_MOVING = "still moving"  # loss still falling per unit of learning rate (or the rate vanished)
+STILL_MOVING = "still moving"  # loss still changing per unit of learning rate, either way (or the rate vanished)
 DIVERGED = "diverged"  # non-finite loss
 TOO_SHORT = "too short"  # trained for fewer steps than the check needs
 MISSING = "missing"  # no certificate columns (or no runs) in the table: never invented
@@ -56,7 +56,7 @@ NOT_DECIDED = "not resolved"
 precision (seed spread, search bracket, Monte Carlo interval, a bound without a proof) leaves both the law and
 its rival open. The other causes are the certificate's failure kinds (`gate`)."""
 WITHHELD_BECAUSE = {
-    STILL_MOVING: "still improving when training stopped, at its cap",
+    STILL_MOVING: "loss not settled when training stopped, at its cap (still falling, or rising)",
     UNDER_TRAINED: "a model did not learn its task in distribution (the recipe's failure, no evidence either way)",
     NOT_DECIDED: "not resolved at the evidence's precision (seed spread, search bracket, Monte Carlo interval, or a "
                  "bound without a proof)",

@@ -1,0 +1,49 @@
+"""The paper-tier cost benchmark (benchmarks/paper_cost.py): the job it times is the job it counted."""
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def paper_cost():
+    spec = importlib.util.spec_from_file_location("paper_cost", ROOT / "benchmarks" / "paper_cost.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def smoke_rows(paper_cost):
+    config = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    claims = ("retrieval_capacity", "mha_memorization", "swap_state_tracking")
+    return [row for claim in claims for row in paper_cost.COUNTERS[claim](config[claim])]
+
+
+def test_every_timed_job_is_the_job_counted(paper_cost, smoke_rows):
+    """Each measurable row's `make` builds, with real CPU tensors, a step of exactly the FLOPs counted on meta
+    (a closure that bound a later loop iteration's model or batch, or a batch of another size, fails)."""
+    assert {row[0] for row in smoke_rows} >= {"E5", "M2", "S1"}
+    for exp, label, flops, (make, steps) in smoke_rows:
+        model, loss_fn, batch = make(torch.device("cpu"))
+        assert paper_cost.step_flops(model, loss_fn, batch) * steps == flops, (exp, label)
+
+
+def test_measure_projects_each_experiment_at_its_costliest_jobs_rate(paper_cost, smoke_rows):
+    rows = [row for row in smoke_rows if row[0] in ("E5", "S3")]
+    table = paper_cost.measure(rows, torch.device("cpu"), top=1)
+    assert [r["experiment"] for r in table] == ["E5", "S3"]
+    for record in table:
+        costliest = max((r for r in rows if r[0] == record["experiment"]), key=lambda r: r[2])
+        assert record["job"] == costliest[1]
+        rate = record["fp32_tflops"] * 1e12
+        assert math.isfinite(rate) and rate > 0
+        assert record["fp32_experiment_hours"] == pytest.approx(record["experiment_flop"] / rate / 3600)
+        assert record["step_gflop"] == pytest.approx(costliest[2] / costliest[3][1] / 1e9)
