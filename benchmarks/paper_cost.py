@@ -376,13 +376,17 @@ def matmul_rate(device: torch.device, n: int = 4096, repeats: int = 10) -> float
     return 2 * n ** 3 * repeats / (time.perf_counter() - started)
 
 
-def step_seconds(make, device: torch.device, warmup: int = 2, repeats: int = 5, budget_s: float = 10.0) -> float:
+def step_seconds(make, device: torch.device, warmup: int = 2, repeats: int = 5, budget_s: float = 10.0,
+                 compile: bool = False) -> float:
     """Seconds of one real training step (zero_grad, forward, backward of the summed per-model losses, Adam)
     of the job `make` builds on `device`: the median of up to `repeats` steps after `warmup`, fewer when a
-    step is slow (at most about `budget_s` seconds of timed steps)."""
+    step is slow (at most about `budget_s` seconds of timed steps). With `compile`, the model's forward is
+    `torch.compile`d (the warm-up steps compile it)."""
     torch.manual_seed(0)
     model, loss_fn, batch = make(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=True)
+    if compile:
+        model = torch.compile(model)
 
     def step():
         optimizer.zero_grad(set_to_none=True)
@@ -401,7 +405,7 @@ def step_seconds(make, device: torch.device, warmup: int = 2, repeats: int = 5, 
     return statistics.median(times)
 
 
-def measure(rows, device: torch.device, top: int) -> list[dict]:
+def measure(rows, device: torch.device, top: int, compile: bool = False) -> list[dict]:
     """Time the `top` costliest measurable jobs of each experiment on `device` (float32, the tier's
     precision; on CUDA also with TF32 matmuls allowed) and project each experiment's GPU-hours at the
     rate its costliest job achieved."""
@@ -419,14 +423,14 @@ def measure(rows, device: torch.device, top: int) -> list[dict]:
     for exp, exp_rows in by_exp.items():
         total = sum(r[2] for r in exp_rows)
         for rank, (_, label, flops, (make, steps)) in enumerate(sorted(exp_rows, key=lambda r: -r[2])[:top]):
-            record = {"experiment": exp, "job": label, "rank": rank, "step_gflop": flops / steps / 1e9,
+            record = {"experiment": exp, "job": label, "rank": rank, "compiled": compile, "step_gflop": flops / steps / 1e9,
                       "max_steps": steps, "experiment_flop": total}
             for name, tf32 in settings:
                 torch.backends.cuda.matmul.allow_tf32 = tf32
                 if device.type == "cuda":
                     torch.cuda.reset_peak_memory_stats(device)
                 try:
-                    seconds = step_seconds(make, device)
+                    seconds = step_seconds(make, device, compile=compile)
                 except torch.OutOfMemoryError:
                     record[f"{name}_error"] = "out of memory"
                     seconds = math.nan
@@ -469,6 +473,8 @@ def main(argv=None) -> int:
                              "and project GPU-hours at the measured rates (counts the paper tier only)")
     parser.add_argument("--top", type=int, default=1, help="with --measure: jobs timed per experiment")
     parser.add_argument("--csv", help="with --measure: write the measured table here")
+    parser.add_argument("--experiments", nargs="*", help="with --measure: time only these experiments (e.g. M5)")
+    parser.add_argument("--compile", action="store_true", help="with --measure: torch.compile each model first")
     args = parser.parse_args(argv)
     if args.measure:
         return measured(args)
@@ -538,7 +544,9 @@ def measured(args) -> int:
     started = time.perf_counter()
     rows = [row for claim in args.claims if claim in paper for row in COUNTERS[claim](paper[claim])]
     print(f"counted {len(rows)} paper-tier jobs in {time.perf_counter() - started:.0f}s", flush=True)
-    table = pd.DataFrame(measure(rows, device, args.top))
+    if args.experiments:
+        rows = [row for row in rows if row[0] in args.experiments]
+    table = pd.DataFrame(measure(rows, device, args.top, compile=args.compile))
     if args.csv:
         table.to_csv(args.csv, index=False)
     head = table[table["rank"] == 0]
