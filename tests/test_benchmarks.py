@@ -47,3 +47,30 @@ def test_measure_projects_each_experiment_at_its_costliest_jobs_rate(paper_cost,
         assert math.isfinite(rate) and rate > 0
         assert record["fp32_experiment_hours"] == pytest.approx(record["experiment_flop"] / rate / 3600)
         assert record["step_gflop"] == pytest.approx(costliest[2] / costliest[3][1] / 1e9)
+
+
+def test_device_smoke_runs_the_smoke_jobs_and_refuses_a_changed_verdict(tmp_path, capsys):
+    """benchmarks/device_smoke.py (the smoke tier on a lent GPU, without Snakemake), here on the CPU for one claim:
+    its jobs reproduce reference/smoke's verdicts, and a reference with one verdict flipped makes it exit 1."""
+    import json
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("device_smoke", ROOT / "benchmarks" / "device_smoke.py")
+    device_smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(device_smoke)
+    reference = tmp_path / "reference"
+    shutil.copytree(ROOT / "reference" / "smoke" / "claims", reference / "claims")
+    document = json.loads((reference / "claims" / "aot_memorization.json").read_text())
+    flipped = document["checks"][0]
+    flipped["verdict"] = "reproduced" if flipped["verdict"] != "reproduced" else "not reproduced"
+    (reference / "claims" / "aot_memorization.json").write_text(json.dumps(document))
+
+    results = tmp_path / "results"
+    status = device_smoke.main(["--device", "cpu", "--claims", "aot_memorization", "--jobs", "2",
+                                "--reference", str(reference), "--results", str(results)])
+    out = capsys.readouterr().out
+    assert status == 1 and "0 job(s) failed" in out
+    assert f"{len(document['checks']) - 1} of {len(document['checks'])} verdicts as in" in out
+    from attncap.compare import compare, load
+    rows = compare(load(results), {"aot_memorization": load(ROOT / "reference" / "smoke")["aot_memorization"]})
+    assert rows and all(row.reference == row.run for row in rows)
