@@ -20,6 +20,7 @@ import argparse
 import concurrent.futures
 import importlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -31,18 +32,22 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from attncap.compare import compare, load, render  # noqa: E402
+from attncap.workflow import Rules  # noqa: E402
+
+# the jobs import attncap from this checkout, installed or not
+CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
 
 
 def training_jobs(config: dict, device: str, results: Path) -> list[tuple[str, list[str]]]:
     """(run table, command) of every training job of `config`, as the Snakefile's rules would run it."""
-    jobs = []
+    jobs, rules = [], Rules(config)
     for claim in config["claims"]:
         module = importlib.import_module(f"attncap.experiments.{claim}")
         for name in module.expected_cells(config[claim]):
             experiment, _, part = name.partition("_")
             out = results / claim / "runs" / f"{name}.csv"
             command = [sys.executable, "scripts/run_experiment.py", claim, experiment, "--part", part or "all",
-                       "--spec", json.dumps(config[claim][experiment], sort_keys=True), "--seed", str(config["seed"]),
+                       "--spec", rules.spec_json(claim, experiment, part), "--seed", str(config["seed"]),
                        "--device", device, "--threads", "1", "--tier", config["tier"], "--out", str(out)]
             if claim in config.get("compile", []):
                 command.append("--compile")
@@ -50,13 +55,15 @@ def training_jobs(config: dict, device: str, results: Path) -> list[tuple[str, l
     return jobs
 
 
-def run_logged(command: list[str], log: Path, timeout: float) -> tuple[int | str, float]:
+def run_logged(command: list[str], log: Path, timeout: float, out: Path) -> tuple[int | str, float]:
+    """Run `command` with its output in `log`; `out`, the file it writes, is removed first (no stale result)."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
     started = time.perf_counter()
     with log.open("w") as sink:
         try:
             status: int | str = subprocess.run(command, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT,
-                                               timeout=timeout).returncode
+                                               timeout=timeout, env=CHILD_ENV).returncode
         except subprocess.TimeoutExpired:
             status = "timeout"
     return status, time.perf_counter() - started
@@ -73,7 +80,11 @@ def main(argv=None) -> int:
     parser.add_argument("--results", help="output folder (default results/device-<device>)")
     args = parser.parse_args(argv)
 
-    config = yaml.safe_load(Path(args.config).read_text())
+    try:  # the schema check of the Snakefile, where jsonschema is installed (a GPU image may lack it)
+        from attncap.config import load_config
+        config = load_config(args.config)
+    except ImportError:
+        config = yaml.safe_load(Path(args.config).read_text())
     if args.claims:
         config["claims"] = [c for c in config["claims"] if c in args.claims]
     results = Path(args.results).resolve() if args.results else ROOT / "results" / f"device-{args.device}"
@@ -82,7 +93,7 @@ def main(argv=None) -> int:
     failed = []
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         logs = {out: results / "logs" / (Path(out).stem + ".log") for out, _ in jobs}
-        futures = {pool.submit(run_logged, command, logs[out], args.timeout): out for out, command in jobs}
+        futures = {pool.submit(run_logged, command, logs[out], args.timeout, Path(out)): out for out, command in jobs}
         for future in concurrent.futures.as_completed(futures):
             status, seconds = future.result()
             out = futures[future]
@@ -99,12 +110,14 @@ def main(argv=None) -> int:
                    "--json", str(results / "claims" / f"{claim}.json"),
                    "--summary", str(results / claim / "summary.csv")]
         (results / "claims").mkdir(parents=True, exist_ok=True)
-        status, _ = run_logged(command, results / "logs" / f"{claim}_analyze.log", args.timeout)
+        status, _ = run_logged(command, results / "logs" / f"{claim}_analyze.log", args.timeout,
+                               results / "claims" / f"{claim}.json")
         if status != 0:
             failed.append(f"{claim} verdicts: exit {status}, log {results / 'logs' / f'{claim}_analyze.log'}")
 
     reference = {claim: doc for claim, doc in load(args.reference).items() if claim in config["claims"]}
-    rows = compare(load(results), reference)
+    run = {claim: doc for claim, doc in load(results).items() if claim in config["claims"]}
+    rows = compare(run, reference)
     print(render(rows))
     changed = [row for row in rows if row.reference != row.run]
     print(f"{len(rows) - len(changed)} of {len(rows)} verdicts as in {args.reference} (the numbers above are "

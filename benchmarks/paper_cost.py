@@ -154,7 +154,7 @@ def retrieval_capacity(section: dict) -> list[tuple[str, str, float]]:
         def loss_fn(m, b):
             return masked_token_loss(m(b[0], b[1]), b[2])
 
-        def make(device, spec=spec, configs=configs, model_seeds=model_seeds, sampler=sampler):
+        def make(device, spec=spec, configs=configs, model_seeds=model_seeds, sampler=sampler, loss_fn=loss_fn):
             gens = [torch.Generator().manual_seed(s) for s in model_seeds]
             batch = rc_exp.mqar_batch_stack(spec, configs, gens, spec["batch"], sampler)
             return rc_exp.mqar_model(spec, configs, model_seeds).to(device), loss_fn, to_device(batch, device)
@@ -340,7 +340,7 @@ def swap_state_tracking(section: dict) -> list[tuple[str, str, float]]:
             def loss_fn(m, b):
                 return masked_token_loss(m(b[0]), b[1])
 
-            def make(device, job=job, seeds=seeds, n=n, factory=factory):
+            def make(device, job=job, seeds=seeds, n=n, factory=factory, loss_fn=loss_fn):
                 batches = [swap_sample(n, job["T_train"], job["batch"], torch.Generator().manual_seed(s)) for s in seeds]
                 batch = (torch.stack([x.tokens for x in batches]), torch.stack([x.targets for x in batches]))
                 return factory().to(device), loss_fn, to_device(batch, device)
@@ -382,7 +382,6 @@ def step_seconds(make, device: torch.device, warmup: int = 2, repeats: int = 5, 
     of the job `make` builds on `device`: the median of up to `repeats` steps after `warmup`, fewer when a
     step is slow (at most about `budget_s` seconds of timed steps). With `compile`, the model's forward is
     `torch.compile`d (the warm-up steps compile it)."""
-    torch.manual_seed(0)
     model, loss_fn, batch = make(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=True)
     if compile:
@@ -405,47 +404,57 @@ def step_seconds(make, device: torch.device, warmup: int = 2, repeats: int = 5, 
     return statistics.median(times)
 
 
-def measure(rows, device: torch.device, top: int, compile: bool = False) -> list[dict]:
+def measure(rows, device: torch.device, top: int, compile: bool = False, csv: str | None = None) -> list[dict]:
     """Time the `top` costliest measurable jobs of each experiment on `device` (float32, the tier's
-    precision; on CUDA also with TF32 matmuls allowed) and project each experiment's GPU-hours at the
-    rate its costliest job achieved."""
+    precision; on CUDA also with TF32 matmuls allowed) and project each experiment's hours at the rate its
+    costliest job achieved (`*_experiment_hours`, on the rank-0 row only). With `csv`, the table is rewritten
+    there after every job, so a run cut short keeps what it measured."""
+    import pandas as pd
+
     by_exp: dict[str, list] = {}
     for row in rows:
         if len(row) == 4:
             by_exp.setdefault(row[0], []).append(row)
     settings = [("fp32", False)] + ([("tf32", True)] if device.type == "cuda" else [])
-    peaks = {}
-    for name, tf32 in settings:
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        peaks[name] = matmul_rate(device)
-    torch.backends.cuda.matmul.allow_tf32 = False
+    caller_tf32 = torch.backends.cuda.matmul.allow_tf32
     out = []
-    for exp, exp_rows in by_exp.items():
-        total = sum(r[2] for r in exp_rows)
-        for rank, (_, label, flops, (make, steps)) in enumerate(sorted(exp_rows, key=lambda r: -r[2])[:top]):
-            record = {"experiment": exp, "job": label, "rank": rank, "compiled": compile, "step_gflop": flops / steps / 1e9,
-                      "max_steps": steps, "experiment_flop": total}
-            for name, tf32 in settings:
-                torch.backends.cuda.matmul.allow_tf32 = tf32
-                if device.type == "cuda":
-                    torch.cuda.reset_peak_memory_stats(device)
-                try:
-                    seconds = step_seconds(make, device, compile=compile)
-                except torch.OutOfMemoryError:
-                    record[f"{name}_error"] = "out of memory"
-                    seconds = math.nan
-                finally:
-                    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        peaks = {}
+        for name, tf32 in settings:
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            peaks[name] = matmul_rate(device, n=4096 if device.type == "cuda" else 1024)
+        for exp, exp_rows in by_exp.items():
+            total = sum(r[2] for r in exp_rows)
+            for rank, (_, label, flops, (make, steps)) in enumerate(sorted(exp_rows, key=lambda r: -r[2])[:top]):
+                record = {"experiment": exp, "job": label, "rank": rank, "compiled": compile,
+                          "step_gflop": flops / steps / 1e9, "max_steps": steps, "experiment_flop": total}
+                for name, tf32 in settings:
+                    torch.backends.cuda.matmul.allow_tf32 = tf32
                     if device.type == "cuda":
-                        record[f"{name}_peak_gib"] = torch.cuda.max_memory_allocated(device) / 2 ** 30
-                        torch.cuda.empty_cache()
-                rate = flops / steps / seconds
-                record.update({f"{name}_ms_per_step": 1e3 * seconds, f"{name}_tflops": rate / 1e12,
-                               f"{name}_of_matmul": rate / peaks[name], f"{name}_matmul_tflops": peaks[name] / 1e12,
-                               f"{name}_experiment_hours": total / rate / 3600})
-            out.append(record)
-            print(", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in record.items()),
-                  flush=True)
+                        torch.cuda.reset_peak_memory_stats(device)
+                    try:
+                        seconds = step_seconds(make, device, compile=compile)
+                    except (torch.OutOfMemoryError, RuntimeError) as error:
+                        if "out of memory" not in str(error).lower():
+                            raise
+                        record[f"{name}_error"] = "out of memory"
+                        seconds = math.nan
+                    finally:
+                        if device.type == "cuda":
+                            record[f"{name}_peak_gib"] = torch.cuda.max_memory_allocated(device) / 2 ** 30
+                            torch.cuda.empty_cache()
+                    rate = flops / steps / seconds
+                    record.update({f"{name}_ms_per_step": 1e3 * seconds, f"{name}_tflops": rate / 1e12,
+                                   f"{name}_of_matmul": rate / peaks[name],
+                                   f"{name}_matmul_tflops": peaks[name] / 1e12,
+                                   f"{name}_experiment_hours": total / rate / 3600 if rank == 0 else math.nan})
+                out.append(record)
+                print(", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in record.items()),
+                      flush=True)
+                if csv:
+                    pd.DataFrame(out).to_csv(csv, index=False)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = caller_tf32
     return out
 
 
@@ -546,17 +555,20 @@ def measured(args) -> int:
     print(f"counted {len(rows)} paper-tier jobs in {time.perf_counter() - started:.0f}s", flush=True)
     if args.experiments:
         rows = [row for row in rows if row[0] in args.experiments]
-    table = pd.DataFrame(measure(rows, device, args.top, compile=args.compile))
-    if args.csv:
-        table.to_csv(args.csv, index=False)
+    table = pd.DataFrame(measure(rows, device, args.top, compile=args.compile, csv=args.csv))
+    if table.empty:
+        print("no measurable job matched (claims 1, 3 and 5 have them; see --claims and --experiments)")
+        return 1
     head = table[table["rank"] == 0]
     hours = [c for c in head if c.endswith("_experiment_hours")]
-    print(f"\nHours on {device} at each experiment's costliest job's measured rate (maximum steps: an upper bound "
-          f"on steps; the smaller jobs run at lower rates: a lower bound on their time):")
+    print(f"\nHours on {device} at each experiment's costliest job's measured rate: estimates, not bounds (the "
+          f"steps are maxima, most runs stop sooner; smaller jobs may run faster or slower):")
     shown = [c for c in head if c.endswith(("_tflops", "_peak_gib"))]
     print(head[["experiment", "job", "step_gflop"] + shown + hours]
           .to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-    print("total: " + ", ".join(f"{c.split('_')[0]} {head[c].sum():.3g} h" for c in hours))
+    missing = sorted(head.loc[head[hours].isna().any(axis=1), "experiment"])
+    print("total: " + ", ".join(f"{c.split('_')[0]} {head[c].sum():.3g} h" for c in hours)
+          + (f", without {', '.join(missing)} (not measured: see the error columns)" if missing else ""))
     return 0
 
 

@@ -22,9 +22,12 @@ def paper_cost():
 
 @pytest.fixture(scope="module")
 def smoke_rows(paper_cost):
+    from attncap.models.mixers import _causal_bias
+
     config = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
     claims = ("retrieval_capacity", "mha_memorization", "swap_state_tracking")
-    return [row for claim in claims for row in paper_cost.COUNTERS[claim](config[claim])]
+    yield [row for claim in claims for row in paper_cost.COUNTERS[claim](config[claim])]
+    _causal_bias.cache_clear()  # counting on meta cached values-less biases: none may outlive these tests
 
 
 def test_every_timed_job_is_the_job_counted(paper_cost, smoke_rows):
@@ -45,8 +48,11 @@ def test_measure_projects_each_experiment_at_its_costliest_jobs_rate(paper_cost,
         assert record["job"] == costliest[1]
         rate = record["fp32_tflops"] * 1e12
         assert math.isfinite(rate) and rate > 0
-        assert record["fp32_experiment_hours"] == pytest.approx(record["experiment_flop"] / rate / 3600)
+        # the rate is one step's FLOPs over one step's time, the hours the experiment's FLOPs at that rate
         assert record["step_gflop"] == pytest.approx(costliest[2] / costliest[3][1] / 1e9)
+        assert rate == pytest.approx(record["step_gflop"] * 1e9 / (record["fp32_ms_per_step"] / 1e3))
+        assert record["experiment_flop"] == sum(r[2] for r in rows if r[0] == record["experiment"])
+        assert record["fp32_experiment_hours"] == pytest.approx(record["experiment_flop"] / rate / 3600)
 
 
 def test_device_smoke_runs_the_smoke_jobs_and_refuses_a_changed_verdict(tmp_path, capsys):
@@ -74,3 +80,26 @@ def test_device_smoke_runs_the_smoke_jobs_and_refuses_a_changed_verdict(tmp_path
     from attncap.compare import compare, load
     rows = compare(load(results), {"aot_memorization": load(ROOT / "reference" / "smoke")["aot_memorization"]})
     assert rows and all(row.reference == row.run for row in rows)
+
+
+def test_device_smoke_gives_each_job_the_spec_the_snakefile_gives_it(tmp_path):
+    """Claim 3's trained jobs get the M7 saturation settings beside their own section (`Rules.spec_json` with a
+    part), its untrained ones do not; every job runs on the requested device with the tier's seed."""
+    import json
+
+    spec = importlib.util.spec_from_file_location("device_smoke", ROOT / "benchmarks" / "device_smoke.py")
+    device_smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(device_smoke)
+    config = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    jobs = dict(device_smoke.training_jobs(config, "cuda", tmp_path))
+    assert any("/mha_memorization/" in out and "_" in Path(out).stem for out in jobs)  # a trained claim-3 job
+    for out, command in jobs.items():
+        assert command[command.index("--device") + 1] == "cuda"
+        assert command[command.index("--seed") + 1] == str(config["seed"])
+        section = json.loads(command[command.index("--spec") + 1])
+        experiment = Path(out).stem.partition("_")[0]
+        trained_claim3 = "/mha_memorization/" in out and "_" in Path(out).stem
+        expected = {**config[Path(out).parts[-3]][experiment]}
+        if trained_claim3:
+            expected["saturation"] = config["mha_memorization"]["M7"]
+        assert section == expected, out

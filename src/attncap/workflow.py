@@ -50,9 +50,13 @@ class Rules:
         self.final_targets: dict[str, list[str]] = {}
         self.headlines: dict[str, str] = {}  # claim -> its headline figure (see register_claim)
 
-    def spec_json(self, claim: str, experiment: str) -> str:
-        """The experiment's config section as JSON; a change to it reruns just that experiment."""
-        return json.dumps(self.config[claim][experiment], sort_keys=True)
+    def spec_json(self, claim: str, experiment: str, part: str = "") -> str:
+        """The config section a job of the experiment gets, as JSON; a change to it reruns just that experiment.
+        Claim 3's trained jobs (the experiments run in parts) also get the M7 saturation settings they measure."""
+        spec = self.config[claim][experiment]
+        if claim == "mha_memorization" and part:
+            spec = {**spec, "saturation": self.config[claim]["M7"]}
+        return json.dumps(spec, sort_keys=True)
 
     def run_tables(self, claim: str) -> list[str]:
         """Every run CSV of a claim, from the one list its experiment module keeps (the keys of

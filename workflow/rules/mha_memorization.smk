@@ -38,8 +38,7 @@ rule train_mha_memorization:
         experiment=alternation(MHA_PARTS),
         part=alternation(p for parts in MHA_PARTS.values() for p in parts),
     params:
-        # the trained section plus the M7 saturation settings its jobs measure
-        spec=lambda w: json.dumps({**config[MHA][w.experiment], "saturation": config[MHA]["M7"]}, sort_keys=True),
+        spec=lambda w: spec_json(MHA, w.experiment, w.part),  # with the M7 saturation settings its jobs measure
     threads: 1
     resources:
         mem_mb=4000,

@@ -28,7 +28,7 @@ LEARNED_ACCURACY = 0.9
 before it may count as evidence about capacity or generalization."""
 
 PLATEAU_DROP = 0.05
-"""A memorization run counts as converged when its loss fell by less than this fraction over the last
+"""A memorization run counts as converged when its loss changed (either way) by less than this fraction over the last
 10% of training *per unit of learning rate*: the raw fall (`attncap.train.plateau_drop`) divided by the
 mean learning-rate factor of that window (`attncap.train.tail_lr_fraction`, peak = 1). A decayed schedule
 cannot fake a plateau: a run losing 30% per tenth at full rate still shows 30% however small its last
@@ -205,7 +205,7 @@ def learning_status(final_loss: float, accuracy: float | None = None, threshold:
                     loss_drop: float | None = None, lr_fraction: float | None = None,
                     saturated: float | None = None) -> str:
     """One run's certificate kind: DIVERGED (non-finite loss), UNDER_TRAINED (accuracy < threshold),
-    STILL_MOVING (loss fell > PLATEAU_DROP per unit of learning rate in the last 10% of training, or the
+    STILL_MOVING (loss changed, either way, by > PLATEAU_DROP per unit of learning rate in the last 10% of training, or the
     rate vanished), else LEARNED. The same rule as `certify`, which the checks use, so a run's `status`
     column and the gate agree.
 
@@ -245,7 +245,7 @@ def certify(frame, label: Sequence[str], *, accuracy: str | None = "train_accura
     """The learning certificate of every run (row) of `frame`, judged one run at a time.
 
     A run fails if its loss is not finite (DIVERGED); if its accuracy is below `threshold` (UNDER_TRAINED);
-    with a `loss_drop` column (memorization runs), if its loss still fell more than PLATEAU_DROP per unit
+    with a `loss_drop` column (memorization runs), if its loss still changed (either way) by more than PLATEAU_DROP per unit
     of learning rate in the last 10% of training (the `lr_fraction` column, mean learning-rate factor of
     that window; required) unless its accuracy reaches `saturated` (STILL_MOVING); with `min_steps`, if it
     trained for fewer steps (TOO_SHORT). A table without the columns, or without runs, is MISSING: a
