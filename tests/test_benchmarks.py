@@ -22,12 +22,9 @@ def paper_cost():
 
 @pytest.fixture(scope="module")
 def smoke_rows(paper_cost):
-    from attncap.models.mixers import _causal_bias
-
     config = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
     claims = ("retrieval_capacity", "mha_memorization", "swap_state_tracking")
-    yield [row for claim in claims for row in paper_cost.COUNTERS[claim](config[claim])]
-    _causal_bias.cache_clear()  # counting on meta cached values-less biases: none may outlive these tests
+    return [row for claim in claims for row in paper_cost.COUNTERS[claim](config[claim])]
 
 
 def test_every_timed_job_is_the_job_counted(paper_cost, smoke_rows):

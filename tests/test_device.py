@@ -39,7 +39,6 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 from attncap.experiments import aot_memorization, mha_memorization, rgr_capacity, swap_state_tracking
 from attncap.experiments.context import RunContext
-from attncap.models.mixers import _causal_bias
 
 from conftest import ROOT
 from test_pipeline import copy_workflow, snakemake
@@ -199,17 +198,9 @@ class HostSide(TorchFunctionMode):
 
 @contextlib.contextmanager
 def stand_in_device():
-    """Within: device "meta" is the CPU-backed stand-in accelerator; yields its CpuBackedDevice.
-
-    The causal-bias cache is keyed by device, and the stand-in shares the name "meta" with PyTorch's own meta
-    device (on which benchmarks/paper_cost.py counts FLOPs): it is emptied on entry, so the stand-in never gets
-    a values-less meta tensor cached by another test, and on exit, so none of its own tensors outlive it."""
-    _causal_bias.cache_clear()
-    try:
-        with HostSide(), CpuBackedDevice() as mode:
-            yield mode
-    finally:
-        _causal_bias.cache_clear()
+    """Within: device "meta" is the CPU-backed stand-in accelerator; yields its CpuBackedDevice."""
+    with HostSide(), CpuBackedDevice() as mode:
+        yield mode
 
 
 # ---- the stand-in behaves like CUDA -------------------------------------------------------------------

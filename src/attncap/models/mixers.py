@@ -51,7 +51,10 @@ def masked_scores(q, k, scale: float, strict: bool = False, window: int = 0) -> 
     """scale·q·kᵀ + causal bias (limited to the last `window` positions when > 0) as (..., T, T), in one
     fused batched multiply-add."""
     length, dim = q.shape[-2], q.shape[-1]
-    bias = _causal_bias(length, q.dtype, q.device, strict, window)
+    # cached per device, except on "meta": a meta tensor has no values worth keeping, and the name is shared by
+    # FLOP counting (benchmarks/paper_cost.py) and the tests' stand-in accelerator, which must not get its tensors
+    bias = (_causal_bias.__wrapped__ if q.device.type == "meta" else _causal_bias)(length, q.dtype, q.device, strict,
+                                                                                  window)
     scores = torch.baddbmm(bias.expand(q.shape[:-2].numel(), length, length), q.reshape(-1, length, dim),
                            k.reshape(-1, length, dim).transpose(1, 2), alpha=scale)
     return scores.view(*q.shape[:-1], length)
