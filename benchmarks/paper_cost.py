@@ -122,7 +122,11 @@ def to_device(x, device=META):
     return x
 
 
-to_meta = to_device
+
+def on_device(factory, loss_fn, make_batch, size: int):
+    """What `--measure` times: a function of a device giving (model, loss, batch of `size`) there, from the same
+    factory and batch maker the count used (each binds its own job's values, as the counters' loops rebind)."""
+    return lambda device: (factory().to(device), loss_fn, make_batch(size, device))
 
 
 def build(factory) -> torch.nn.Module:
@@ -143,24 +147,23 @@ def retrieval_capacity(section: dict) -> list[tuple[str, str, float]]:
     spec = section["E5"]
     sampler = mqar_curriculum_batch if spec["curriculum"] else mqar_batch
     out = []
+
+    def loss_fn(m, b):
+        return masked_token_loss(m(b[0], b[1]), b[2])
+
     for part in rc_exp.mqar_parts(spec):  # one training job per (width, mixer, arm)
         configs, model_seeds = rc_exp.mqar_grid(spec, part)
-        model = build(lambda: rc_exp.mqar_model(spec, configs, model_seeds))
 
-        def make_batch(b):
+        def factory(configs=configs, model_seeds=model_seeds):
+            return rc_exp.mqar_model(spec, configs, model_seeds)
+
+        def make_batch(b, device=META, configs=configs, model_seeds=model_seeds):
             gens = [torch.Generator().manual_seed(s) for s in model_seeds]
-            return to_meta(rc_exp.mqar_batch_stack(spec, configs, gens, b, sampler))
+            return to_device(rc_exp.mqar_batch_stack(spec, configs, gens, b, sampler), device)
 
-        def loss_fn(m, b):
-            return masked_token_loss(m(b[0], b[1]), b[2])
-
-        def make(device, spec=spec, configs=configs, model_seeds=model_seeds, sampler=sampler, loss_fn=loss_fn):
-            gens = [torch.Generator().manual_seed(s) for s in model_seeds]
-            batch = rc_exp.mqar_batch_stack(spec, configs, gens, spec["batch"], sampler)
-            return rc_exp.mqar_model(spec, configs, model_seeds).to(device), loss_fn, to_device(batch, device)
-
-        per_step = affine(model, loss_fn, make_batch, spec["batch"])
-        out.append(("E5", f"{part} ({len(configs)} models)", per_step * spec["steps"], (make, spec["steps"])))
+        per_step = affine(build(factory), loss_fn, make_batch, spec["batch"])
+        out.append(("E5", f"{part} ({len(configs)} models)", per_step * spec["steps"],
+                    (on_device(factory, loss_fn, make_batch, spec["batch"]), spec["steps"])))
     return out
 
 
@@ -197,43 +200,32 @@ def mha_memorization(section: dict) -> list[tuple[str, str, float]]:
         spec = section.get(exp)
         if spec is None:
             continue
-        shared = spec["context"] == "shared"
         classes = spec["labels"] == "classes"
-        d = spec["d"]
         loss_fn = _mha_loss(classes)
         cache: dict = {}
         for g in mha_exp.trained_groups(spec):
             seeds, n, heads, d_head, T = g["seeds"], g["n"], g["heads"], g["d_head"], g["T"]
+
+            def factory(spec=spec, classes=classes, seeds=seeds, n=n, heads=heads, d_head=d_head):
+                return BatchedMHAMemorizer(
+                    list(range(len(seeds))), d_in=spec["d"], d=spec["d"], heads=heads, d_head=d_head, n=n,
+                    out_dim=spec.get("n_classes", 100) if classes else 1, positional=spec["positional"])
+
+            def make_batch(t, device=META, spec=spec, seeds=seeds, n=n):
+                return to_device(mha_tasks.stack_datasets([mha_tasks.make_dataset(
+                    t, n, spec["d"], torch.Generator().manual_seed(s), shared=spec["context"] == "shared",
+                    labels=spec["labels"], n_classes=spec.get("n_classes", 100),
+                    distribution=spec["distribution"]) for s in seeds]), device)
+
             key = (n, heads, d_head, len(seeds))
             if key not in cache:
-                model = build(lambda: BatchedMHAMemorizer(
-                    list(range(len(seeds))), d_in=d, d=d, heads=heads, d_head=d_head, n=n,
-                    out_dim=spec.get("n_classes", 100) if classes else 1, positional=spec["positional"]))
-
-                def make_batch(t):
-                    data = mha_tasks.stack_datasets([mha_tasks.make_dataset(
-                        t, n, d, torch.Generator().manual_seed(s), shared=shared, labels=spec["labels"],
-                        n_classes=spec.get("n_classes", 100), distribution=spec["distribution"]) for s in seeds])
-                    return to_meta(data)
-
+                model = build(factory)
                 f1 = step_flops(model, loss_fn, make_batch(1))
                 f2 = step_flops(model, loss_fn, make_batch(2))
                 cache[key] = (f1, f2 - f1)
             f1, slope = cache[key]
-
-            def make(device, spec=spec, seeds=seeds, n=n, heads=heads, d_head=d_head, T=T, loss_fn=loss_fn):
-                classes, d = spec["labels"] == "classes", spec["d"]
-                model = BatchedMHAMemorizer(
-                    list(range(len(seeds))), d_in=d, d=d, heads=heads, d_head=d_head, n=n,
-                    out_dim=spec.get("n_classes", 100) if classes else 1, positional=spec["positional"])
-                data = mha_tasks.stack_datasets([mha_tasks.make_dataset(
-                    T, n, d, torch.Generator().manual_seed(s), shared=spec["context"] == "shared",
-                    labels=spec["labels"], n_classes=spec.get("n_classes", 100),
-                    distribution=spec["distribution"]) for s in seeds])
-                return model.to(device), loss_fn, to_device(data, device)
-
-            out.append((exp, f"n={n} H={heads} dh={d_head} T={T} x{len(seeds)}",
-                        (f1 + slope * (T - 1)) * spec["steps"], (make, spec["steps"])))
+            out.append((exp, f"n={n} H={heads} dh={d_head} T={T} x{len(seeds)}", (f1 + slope * (T - 1)) * spec["steps"],
+                        (on_device(factory, loss_fn, make_batch, T), spec["steps"])))
     return out
 
 
@@ -315,6 +307,10 @@ def swap_state_tracking(section: dict) -> list[tuple[str, str, float]]:
     steps and at T_train: an upper bound (the curriculum trains shorter sequences first, early stopping and
     the per-length budget stop runs sooner)."""
     out = []
+
+    def loss_fn(m, b):
+        return masked_token_loss(m(b[0]), b[1])
+
     for exp in sorted(k for k in section if k.startswith("S")):
         spec = swap_exp.with_defaults(section[exp])
         for part in swap_exp.parts(exp, spec):
@@ -331,22 +327,14 @@ def swap_state_tracking(section: dict) -> list[tuple[str, str, float]]:
                                  positional=job["positional"], readout_temperature=bool(job["readout_temperature"]),
                                  max_len=2 * job["T_train"] + 2)
 
-            model = build(factory)
-
-            def make_batch(b):
+            def make_batch(b, device=META, job=job, seeds=seeds, n=n):
                 batches = [swap_sample(n, job["T_train"], b, torch.Generator().manual_seed(s)) for s in seeds]
-                return to_meta((torch.stack([x.tokens for x in batches]), torch.stack([x.targets for x in batches])))
+                return to_device((torch.stack([x.tokens for x in batches]), torch.stack([x.targets for x in batches])),
+                                 device)
 
-            def loss_fn(m, b):
-                return masked_token_loss(m(b[0]), b[1])
-
-            def make(device, job=job, seeds=seeds, n=n, factory=factory, loss_fn=loss_fn):
-                batches = [swap_sample(n, job["T_train"], job["batch"], torch.Generator().manual_seed(s)) for s in seeds]
-                batch = (torch.stack([x.tokens for x in batches]), torch.stack([x.targets for x in batches]))
-                return factory().to(device), loss_fn, to_device(batch, device)
-
-            per_step = affine(model, loss_fn, make_batch, job["batch"])
-            out.append((exp, f"{part} ({len(grid)} models)", per_step * job["steps"], (make, job["steps"])))
+            per_step = affine(build(factory), loss_fn, make_batch, job["batch"])
+            out.append((exp, f"{part} ({len(grid)} models)", per_step * job["steps"],
+                        (on_device(factory, loss_fn, make_batch, job["batch"]), job["steps"])))
     return out
 
 
