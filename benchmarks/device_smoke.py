@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import importlib
-import json
 import os
 import subprocess
 import sys
@@ -38,8 +37,8 @@ from attncap.workflow import Rules  # noqa: E402
 CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
 
 
-def training_jobs(config: dict, device: str, results: Path) -> list[tuple[str, list[str]]]:
-    """(run table, command) of every training job of `config`, as the Snakefile's rules would run it."""
+def training_jobs(config: dict, device: str, results: Path) -> list[tuple[str, str, list[str]]]:
+    """(claim, run table, command) of every training job of `config`, as the Snakefile's rules would run it."""
     jobs, rules = [], Rules(config)
     for claim in config["claims"]:
         module = importlib.import_module(f"attncap.experiments.{claim}")
@@ -51,7 +50,7 @@ def training_jobs(config: dict, device: str, results: Path) -> list[tuple[str, l
                        "--device", device, "--threads", "1", "--tier", config["tier"], "--out", str(out)]
             if claim in config.get("compile", []):
                 command.append("--compile")
-            jobs.append((str(out), command))
+            jobs.append((claim, str(out), command))
     return jobs
 
 
@@ -92,8 +91,8 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     failed = []
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        logs = {out: results / "logs" / (Path(out).stem + ".log") for out, _ in jobs}
-        futures = {pool.submit(run_logged, command, logs[out], args.timeout, Path(out)): out for out, command in jobs}
+        logs = {out: results / "logs" / (Path(out).stem + ".log") for _, out, _ in jobs}
+        futures = {pool.submit(run_logged, command, logs[out], args.timeout, Path(out)): out for _, out, command in jobs}
         for future in concurrent.futures.as_completed(futures):
             status, seconds = future.result()
             out = futures[future]
@@ -102,11 +101,11 @@ def main(argv=None) -> int:
                 failed.append(f"{out}: exit {status}, log {logs[out]}")
     print(f"{len(jobs)} training jobs in {time.perf_counter() - started:.0f} s on {args.device}", flush=True)
 
+    rules = Rules(config)
     for claim in config["claims"]:
-        module = importlib.import_module(f"attncap.experiments.{claim}")
-        tables = [str(results / claim / "runs" / f"{name}.csv") for name in module.expected_cells(config[claim])]
+        tables = [out for owner, out, _ in jobs if owner == claim]
         command = [sys.executable, "scripts/evaluate_claim.py", claim, *tables,
-                   "--spec", json.dumps(config[claim], sort_keys=True), "--tier", config["tier"],
+                   "--spec", rules.claim_json(claim), "--tier", config["tier"],
                    "--json", str(results / "claims" / f"{claim}.json"),
                    "--summary", str(results / claim / "summary.csv")]
         (results / "claims").mkdir(parents=True, exist_ok=True)

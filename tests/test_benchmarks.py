@@ -12,12 +12,21 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def paper_cost():
-    spec = importlib.util.spec_from_file_location("paper_cost", ROOT / "benchmarks" / "paper_cost.py")
+def benchmark(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def paper_cost():
+    return benchmark("paper_cost")
+
+
+@pytest.fixture(scope="module")
+def device_smoke():
+    return benchmark("device_smoke")
 
 
 @pytest.fixture(scope="module")
@@ -52,15 +61,12 @@ def test_measure_projects_each_experiment_at_its_costliest_jobs_rate(paper_cost,
         assert record["fp32_experiment_hours"] == pytest.approx(record["experiment_flop"] / rate / 3600)
 
 
-def test_device_smoke_runs_the_smoke_jobs_and_refuses_a_changed_verdict(tmp_path, capsys):
+def test_device_smoke_runs_the_smoke_jobs_and_refuses_a_changed_verdict(device_smoke, tmp_path, capsys):
     """benchmarks/device_smoke.py (the smoke tier on a lent GPU, without Snakemake), here on the CPU for one claim:
     its jobs reproduce reference/smoke's verdicts, and a reference with one verdict flipped makes it exit 1."""
     import json
     import shutil
 
-    spec = importlib.util.spec_from_file_location("device_smoke", ROOT / "benchmarks" / "device_smoke.py")
-    device_smoke = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(device_smoke)
     reference = tmp_path / "reference"
     shutil.copytree(ROOT / "reference" / "smoke" / "claims", reference / "claims")
     document = json.loads((reference / "claims" / "aot_memorization.json").read_text())
@@ -79,24 +85,20 @@ def test_device_smoke_runs_the_smoke_jobs_and_refuses_a_changed_verdict(tmp_path
     assert rows and all(row.reference == row.run for row in rows)
 
 
-def test_device_smoke_gives_each_job_the_spec_the_snakefile_gives_it(tmp_path):
+def test_device_smoke_gives_each_job_the_spec_the_snakefile_gives_it(device_smoke, tmp_path):
     """Claim 3's trained jobs get the M7 saturation settings beside their own section (`Rules.spec_json` with a
     part), its untrained ones do not; every job runs on the requested device with the tier's seed."""
     import json
 
-    spec = importlib.util.spec_from_file_location("device_smoke", ROOT / "benchmarks" / "device_smoke.py")
-    device_smoke = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(device_smoke)
     config = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
-    jobs = dict(device_smoke.training_jobs(config, "cuda", tmp_path))
-    assert any("/mha_memorization/" in out and "_" in Path(out).stem for out in jobs)  # a trained claim-3 job
-    for out, command in jobs.items():
+    jobs = device_smoke.training_jobs(config, "cuda", tmp_path)
+    assert any(claim == "mha_memorization" and "_" in Path(out).stem for claim, out, _ in jobs)  # a trained claim-3 job
+    for claim, out, command in jobs:
         assert command[command.index("--device") + 1] == "cuda"
         assert command[command.index("--seed") + 1] == str(config["seed"])
         section = json.loads(command[command.index("--spec") + 1])
-        experiment = Path(out).stem.partition("_")[0]
-        trained_claim3 = "/mha_memorization/" in out and "_" in Path(out).stem
-        expected = {**config[Path(out).parts[-3]][experiment]}
-        if trained_claim3:
+        experiment, _, part = Path(out).stem.partition("_")
+        expected = {**config[claim][experiment]}
+        if claim == "mha_memorization" and part:
             expected["saturation"] = config["mha_memorization"]["M7"]
         assert section == expected, out
