@@ -28,6 +28,23 @@ import os.path as _path
 
 report: "results/claims_landing.rst" if _path.exists("results/claims_landing.rst") else "workflow/report/workflow.rst"
 
+# With `warm_start: true` (the smoke tier) one warm interpreter per run forks the jobs' Python commands, which
+# then skip torch's start-up (attncap.warmstart); it is stopped when the run ends, and exits by itself if
+# Snakemake is killed. Dry runs start nothing (Snakemake runs no hooks for them).
+from attncap.warmstart import Server as _WarmServer
+
+_warm_server = []
+
+onstart:
+    if config.get("warm_start"):
+        _warm_server.append(_WarmServer.start())
+
+onsuccess:
+    _WarmServer.stop(_warm_server.pop() if _warm_server else None)
+
+onerror:
+    _WarmServer.stop(_warm_server.pop() if _warm_server else None)
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/retrieval_capacity.smk"
 include: "workflow/rules/aot_memorization.smk"

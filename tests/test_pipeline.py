@@ -48,6 +48,10 @@ def test_every_artifact_exists_and_nothing_is_left_to_do(smoke_run):
         assert claim in (results / "claims.md").read_text()
     for png in results.joinpath("figures").glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the smoke tier's warm interpreter (config warm_start) served every job it was up for: none was refused
+    refused = [log.name for log in results.joinpath("logs").rglob("*.log")
+               if "started in a fresh interpreter" in log.read_text()]
+    assert config["warm_start"] and not refused, refused
     dry = snakemake("-n", "--cores", "2", "--configfile", "config/smoke.yaml", cwd=smoke_run)
     assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr
 

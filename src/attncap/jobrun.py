@@ -8,6 +8,9 @@ leaves the log as the killed process left it (often empty). This wrapper writes 
 and to stderr naming the signal, the run time and the peak memory, and for SIGKILL points at the
 kernel's out-of-memory killer, the usual sender when nobody stopped the run. The exit status stays
 128 + N, so Snakemake still sees the job fail.
+
+When the run has a warm interpreter (`attncap.warmstart`, the config's `warm_start`), a `python SCRIPT` command
+is forked from it instead of started from nothing; everything above holds the same way.
 """
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ import signal
 import subprocess
 import sys
 import time
+
+from attncap import warmstart
 
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -60,7 +65,9 @@ def main(argv=None) -> int:
         parser.error("no command given (put it after --)")
     started = time.perf_counter()
     with open(args.log, "w") as sink:
-        child = subprocess.Popen(command, stdout=sink if args.merge_stdout else None, stderr=sink)
+        stdout = sink if args.merge_stdout else None
+        child = warmstart.start(command, stdout=stdout, stderr=sink) or subprocess.Popen(command, stdout=stdout,
+                                                                                         stderr=sink)
         previous = {s: signal.signal(s, lambda signum, _frame: child.send_signal(signum)) for s in _FORWARDED}
         try:
             status = child.wait()
@@ -70,7 +77,8 @@ def main(argv=None) -> int:
     if status >= 0:
         return status
     signum = -status
-    message = describe_signal(signum, time.perf_counter() - started, _peak_child_mb())
+    peak = child.peak_mb if isinstance(child, warmstart.WarmJob) else _peak_child_mb()
+    message = describe_signal(signum, time.perf_counter() - started, peak)
     with open(args.log, "a") as sink:
         sink.write("\n" + message + "\n")
     print(message, file=sys.stderr, flush=True)
