@@ -8,6 +8,8 @@ AOT_PARTS = table_parts(AOT)
 
 
 rule train_aot_memorization:
+    # before the verdicts and notebooks, which Snakemake's scheduler otherwise prefers (their many inputs)
+    priority: 1
     output:
         "results/aot_memorization/runs/{experiment}_{part}.csv",
     wildcard_constraints:

@@ -11,6 +11,8 @@ MHA_PARTS = {e: parts for e, parts in table_parts(MHA).items() if parts}  # trai
 
 
 rule experiment_mha_memorization:
+    # before the verdicts and notebooks, which Snakemake's scheduler otherwise prefers (their many inputs)
+    priority: 1
     output:
         "results/mha_memorization/runs/{experiment}.csv",
     wildcard_constraints:
@@ -32,6 +34,8 @@ rule experiment_mha_memorization:
 
 
 rule train_mha_memorization:
+    # before the verdicts and notebooks, which Snakemake's scheduler otherwise prefers (their many inputs)
+    priority: 1
     output:
         "results/mha_memorization/runs/{experiment}_{part}.csv",
     wildcard_constraints:

@@ -7,6 +7,8 @@ register_claim(RC, RC_FIGURES, RC_TABLES)
 
 
 rule experiment_retrieval_capacity:
+    # before the verdicts and notebooks, which Snakemake's scheduler otherwise prefers (their many inputs)
+    priority: 1
     output:
         "results/retrieval_capacity/runs/{experiment}.csv",
     wildcard_constraints:
@@ -28,6 +30,8 @@ rule experiment_retrieval_capacity:
 
 
 rule train_retrieval_capacity:
+    # before the verdicts and notebooks, which Snakemake's scheduler otherwise prefers (their many inputs)
+    priority: 1
     output:
         "results/retrieval_capacity/runs/E5_{part}.csv",
     wildcard_constraints:

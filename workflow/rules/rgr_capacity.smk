@@ -12,6 +12,8 @@ RGR_PARTS = table_parts(RGR)
 
 
 rule train_rgr_capacity:
+    # before the verdicts and notebooks, which Snakemake's scheduler otherwise prefers (their many inputs)
+    priority: 1
     output:
         "results/rgr_capacity/runs/R1_{part}.csv",
     wildcard_constraints:
@@ -34,6 +36,8 @@ rule train_rgr_capacity:
 
 
 rule search_rgr_capacity:
+    # before the verdicts and notebooks, which Snakemake's scheduler otherwise prefers (their many inputs)
+    priority: 1
     output:
         "results/rgr_capacity/runs/{experiment}_{part}.csv",
     wildcard_constraints:

@@ -12,6 +12,8 @@ SST_PARTS = table_parts(SST)
 
 
 rule train_swap_state_tracking:
+    # before the verdicts and notebooks, which Snakemake's scheduler otherwise prefers (their many inputs)
+    priority: 1
     output:
         "results/swap_state_tracking/runs/{experiment}_{part}.csv",
     wildcard_constraints:
