@@ -3,7 +3,9 @@
     python benchmarks/tier_times.py [results/benchmarks]
 
 Run after `snakemake --cores 2` (or any tier); prints one row per job and the sum per claim. Jobs run
-two at a time on two cores, so the per-claim sum is core-time, not elapsed time.
+two at a time on two cores, so the per-claim sum is core-time, not elapsed time. Under `warm_start` (the smoke
+tier) a job is forked from the run's warm interpreter, outside its process tree: its seconds are right, its
+max_rss_mb is only the wrapper's.
 """
 import sys
 from pathlib import Path
