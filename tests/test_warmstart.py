@@ -195,3 +195,19 @@ def test_a_training_job_gives_the_same_numbers_warm_and_fresh(tmp_path, warm):
         frames.append(pd.read_csv(out))
     metrics = [c for c in frames[0].columns if c not in PROVENANCE and not c.endswith("per_s")]
     pd.testing.assert_frame_equal(frames[0][metrics], frames[1][metrics], check_exact=True)
+
+
+def test_a_job_whose_server_is_killed_fails_instead_of_hanging(tmp_path, warm):
+    """A server gone mid-job (killed from outside) cannot report the child's status: the job fails, saying so."""
+    path = tmp_path / "socket"
+    server = subprocess.Popen([sys.executable, "-m", "attncap.warmstart", str(path), str(os.getpid())],
+                              env={**os.environ, **JOB_ENV})
+    assert wait_for(path.exists, 120), "the server did not come up"
+    job = script(tmp_path, "import time; time.sleep(1.5)\n")
+    client = subprocess.Popen([sys.executable, "-m", "attncap.jobrun", "--log", str(tmp_path / "log"), "--", "python",
+                               str(job)], env={**warm, SOCKET_VARIABLE: str(path)})
+    time.sleep(0.5)
+    server.kill()
+    server.wait()
+    assert client.wait(timeout=60) == 1
+    assert "went away" in (tmp_path / "log").read_text()

@@ -82,8 +82,8 @@ class WarmJob:
     """A job forked by the server: `send_signal`, `wait` and `returncode` as on a `subprocess.Popen`, and the
     child's peak memory, which the server reads when it reaps it."""
 
-    def __init__(self, conn: socket.socket, pid: int):
-        self.conn, self.pid = conn, pid
+    def __init__(self, conn: socket.socket, pid: int, stderr=None):
+        self.conn, self.pid, self.stderr = conn, pid, stderr
         self.returncode: int | None = None
         self.peak_mb: float | None = None
 
@@ -94,11 +94,27 @@ class WarmJob:
 
     def wait(self) -> int:
         if self.returncode is None:
-            status, _ = _receive(self.conn)  # a forwarded signal interrupts nothing here (PEP 475)
+            try:
+                status, _ = _receive(self.conn)  # a forwarded signal interrupts nothing here (PEP 475)
+            except (OSError, ConnectionError, ValueError):
+                # the server was killed: the child cannot be reaped from here, so wait for it to go and fail the job
+                while _alive(self.pid):
+                    time.sleep(0.1)
+                print("attncap: the warm interpreter went away during the job; its exit status is unknown",
+                      file=self.stderr or sys.stderr, flush=True)
+                status = {"returncode": 1}
             self.conn.close()
             self.returncode = int(status["returncode"])
             self.peak_mb = status.get("peak_mb")
         return self.returncode
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def start(command: list[str], stdout=None, stderr=None) -> WarmJob | None:
@@ -119,12 +135,12 @@ def start(command: list[str], stdout=None, stderr=None) -> WarmJob | None:
     except (OSError, ConnectionError, ValueError):
         conn.close()
         return None
-    conn_reply = reply.get("pid")
-    if conn_reply is None:  # refused (see Server.handle): run fresh, saying why
+    pid = reply.get("pid")
+    if pid is None:  # refused (see Server.handle): run fresh, saying why
         conn.close()
         print(f"attncap: started in a fresh interpreter: {reply.get('refused')}", file=stderr or sys.stderr, flush=True)
         return None
-    return WarmJob(conn, int(conn_reply))
+    return WarmJob(conn, int(pid), stderr)
 
 
 # ----------------------------------------------------------------------------------------------- server side
