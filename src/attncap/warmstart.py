@@ -202,8 +202,10 @@ class Server:
         selector = selectors.DefaultSelector()
         selector.register(listener, selectors.EVENT_READ)
         try:
-            while not (stopping or os.getppid() != self.parent) or self.children:
-                if stopping or os.getppid() != self.parent:
+            while True:
+                if stopping or os.getppid() != self.parent:  # told to stop, or Snakemake is gone: take no new jobs
+                    if not self.children:
+                        break
                     with contextlib.suppress(KeyError, ValueError):
                         selector.unregister(listener)
                 for _ in selector.select(timeout=0.05):
