@@ -449,9 +449,17 @@ def capacity_law(rows: pd.DataFrame | None, built: pd.DataFrame | None = None) -
     return check
 
 
-def _range_table(rows: pd.DataFrame, cells: pd.Series) -> pd.DataFrame:
+def _one_head_and_splits(rows: pd.DataFrame, cells: pd.Series):
+    """Per cell of `cells` with both: (cell, one head's range (lo, hi), the h ≥ 2 ranges), leaving out cells where
+    nothing passed (no finite range end for one head nor for any split): there is nothing to compare."""
     r = ranges(rows)
-    return r[r["cell"].isin(set(cells))]
+    for cell, group in r[r["cell"].isin(set(cells))].groupby("cell"):
+        one, multi = group[group["h"] == 1], group[group["h"] >= 2]
+        if one.empty or multi.empty:
+            continue
+        lo1, hi1 = float(one["range_lo"].iloc[0]), float(one["range_hi"].iloc[0])
+        if np.isfinite(hi1) or np.isfinite(multi["range_hi"]).any():
+            yield cell, lo1, hi1, multi
 
 
 def one_head_uncompressed(rows: pd.DataFrame | None) -> Check:
@@ -468,14 +476,8 @@ def one_head_uncompressed(rows: pd.DataFrame | None) -> Check:
         return _missing("one_head_uncompressed", statement, expected, rival, tolerance)
     cells = _uncompressed(cell_summary(rows))["cell"]
     outcomes, shown = {}, {}
-    for cell, group in _range_table(rows, cells).groupby("cell"):
-        one, multi = group[group["h"] == 1], group[group["h"] >= 2]
-        if one.empty or multi.empty:
-            continue
-        lo1, hi1 = float(one["range_lo"].iloc[0]), float(one["range_hi"].iloc[0])
+    for cell, lo1, hi1, multi in _one_head_and_splits(rows, cells):
         lo_m, hi_m = float(multi["range_lo"].min()), float(multi["range_hi"].min())
-        if not np.isfinite(hi1) and not np.isfinite(hi_m):
-            continue  # nothing passed: no comparison
         outcomes[cell] = (CLAIMED if hi1 <= ONE_HEAD_FACTOR * lo_m else
                           RIVAL if lo1 >= ONE_HEAD_FACTOR * hi_m else NOT_RESOLVED)
         shown[cell] = {"h1": _range(lo1, hi1), "best_multi_lo": _show(lo_m), "best_multi_hi": _show(hi_m),
@@ -497,13 +499,7 @@ def heads_help_compressed(rows: pd.DataFrame | None) -> Check:
         return _missing("heads_help_compressed", statement, expected, rival, tolerance)
     cells = _compressed(cell_summary(rows))["cell"]
     outcomes, shown = {}, {}
-    for cell, group in _range_table(rows, cells).groupby("cell"):
-        one, multi = group[group["h"] == 1], group[group["h"] >= 2]
-        if one.empty or multi.empty:
-            continue
-        lo1, hi1 = float(one["range_lo"].iloc[0]), float(one["range_hi"].iloc[0])
-        if not np.isfinite(hi1) and not np.isfinite(multi["range_hi"]).any():
-            continue  # nothing passed in every seed: no comparison
+    for cell, lo1, hi1, multi in _one_head_and_splits(rows, cells):
         outcomes[cell] = (CLAIMED if float(multi["range_hi"].min()) < lo1 else
                           RIVAL if (hi1 <= multi["range_lo"]).all() else NOT_RESOLVED)
         shown[cell] = {"h1": _range(lo1, hi1), "best_multi": _range(multi["range_lo"].min(), multi["range_hi"].min()),
