@@ -212,3 +212,38 @@ def test_growing_stream_extends_queries_without_changing_the_first_ones():
     again = GrowingDotStream(8, [4.0, 8.0], seed=3, first=4, max_block=8).error2(20, 30)
     np.testing.assert_array_equal(again, large)
     assert math.isclose(float(np.mean(large[1] >= 0)), 1.0)
+
+
+# -------------------------------------------------------------- bounds and interpolated crossings ----
+@pytest.mark.parametrize("p,n", [(0.3, 400), (0.02, 40), (0.5, 8)])
+def test_mean_bounds_cover_the_mean_at_the_stated_rate(p, n):
+    rng = np.random.default_rng(9)
+    misses = 0
+    for _ in range(400):
+        values = rng.beta(4 * p, 4 * (1 - p), size=n)  # values in [0, 1] with mean p
+        lower, upper = precision.mean_bounds(values, 0.02)
+        assert 0.0 <= lower <= values.mean() <= upper <= 1.0
+        misses += not lower <= p <= upper
+    assert misses <= stats.binom.ppf(0.999, 400, 0.04)  # two sides at 2% each
+
+
+def test_mean_bounds_fall_back_to_chernoff_where_the_clt_is_not_trusted():
+    values = np.zeros(20)
+    lower, upper = precision.mean_bounds(values, 0.01)
+    assert lower == 0.0 and math.isclose(20 * -math.log1p(-upper), -math.log(0.01), rel_tol=1e-6)
+    assert not precision.chernoff_rejects(values, 0.0, 1.0, upper * 0.999, 0.01)
+
+
+def test_crossing_band_brackets_the_interpolated_crossing():
+    means = {x: 0.1 * (x - 10) + 0.5 for x in range(3, 30)}  # crosses 1/2 at x = 10.0 … shift it between integers
+    means = {x: m - 0.03 for x, m in means.items()}  # crossing at 10.3
+    rng = np.random.default_rng(1)
+    band = rc.crossing_band(lambda x: np.clip(means[x] + 0.01 * rng.standard_normal(400), 0, 1), 10, 11, 0.5,
+                            1e-4, 3, 30)
+    assert band["d_star_lo"] <= 10.3 <= band["d_star_hi"] and band["d_star_hi"] - band["d_star_lo"] < 0.05
+    # started too high, the band widens downwards until the upper bound starts below 1/2
+    wide = rc.crossing_band(lambda x: np.full(50, means[x]) + np.linspace(-0.001, 0.001, 50), 12, 13, 0.5, 1e-4, 3, 30)
+    assert wide["band"].startswith("10-") and math.isclose(wide["d_star"], 10.3, abs_tol=1e-9)
+    # a crossing beyond the most points it may use is not bracketed: NaN, not a guess
+    flat = rc.crossing_band(lambda x: np.full(50, 0.2) + np.linspace(-0.001, 0.001, 50), 5, 6, 0.5, 1e-4, 3, 30)
+    assert math.isnan(flat["d_star"]) and math.isnan(flat["d_star_hi"]) and flat["band"] == "5-12"

@@ -235,3 +235,55 @@ def test_linear_error_cells_take_their_standard_error_over_memories():
     spread = float(np.std(means, ddof=1))
     assert abs(spread / np.mean(clustered) - 1) < 0.25
     assert spread / np.mean(naive) > 1.15
+
+
+# ------------------------------------------------------------- E4: P(SNR⁻¹ ≤ 1) per query ------
+def test_exp_kernel_typical_dim_is_where_the_typical_snr_is_one():
+    for n in (100, 10_000, 1_000_000):
+        d = float(theory.exp_kernel_typical_dim(n))
+        assert math.isclose((n - 1) * math.exp(2 - 2 * math.sqrt(d)), 1.0, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("n,d", [(100, 3), (100, 12), (3162, 26), (100_000, 46)])
+def test_conditional_probability_matches_adaptive_quadrature(n, d):
+    """The midpoint rule over χ²_d quantiles and the spline in a give the integral over ρ to 1e-6."""
+    from attncap.experiments.retrieval_capacity import SnrProbabilities
+
+    probs = SnrProbabilities(n, seed=3, block=4)
+    values = probs(d, 4)
+    z = np.random.default_rng([3, 4, n, 0]).standard_normal((4, n - 1))  # block 0's stream
+    for q in range(2):
+        def integrand(rho):
+            log_sum = special.logsumexp(2 * math.sqrt(rho / d) * z[q])
+            return special.betainc(d / 2, d / 2, special.expit(2 * rho / math.sqrt(d) - log_sum)) * stats.chi2.pdf(rho, d)
+        exact, _ = integrate.quad(integrand, 0, np.inf, limit=400, epsabs=1e-11)
+        assert abs(values[q] - exact) < 1e-6
+
+
+@pytest.mark.parametrize("n,d", [(64, 6), (200, 12)])
+def test_conditional_probabilities_average_to_the_explicit_fraction(n, d):
+    """Their mean is P(SNR⁻¹ ≤ 1) measured on explicit Gaussian keys and values (snr_inverse_samples, γ = 1)."""
+    from attncap.experiments.retrieval_capacity import SnrProbabilities
+
+    from attncap.experiments.retrieval_capacity import snr_memory_ids
+
+    explicit = snr_inverse_samples(np.random.default_rng(11), n, d, 40 * n, [1.0])["exp_1.0"] <= 1.0
+    memory = snr_memory_ids(n, 40 * n)  # queries of one memory share its keys: the memory is the unit
+    fractions = np.array([explicit[memory == m].mean() for m in np.unique(memory)])
+    conditional = SnrProbabilities(n, seed=5, block=64)(d, 2048)
+    gap = fractions.mean() - conditional.mean()
+    se = math.hypot(fractions.std(ddof=1) / math.sqrt(len(fractions)), conditional.std(ddof=1) / math.sqrt(len(conditional)))
+    assert abs(gap) < 4 * se
+    assert conditional.std() < 0.5 * explicit.std()  # what conditioning buys
+
+
+def test_conditional_probabilities_are_nested_and_shared_across_d():
+    from attncap.experiments.retrieval_capacity import SnrProbabilities
+
+    probs = SnrProbabilities(1000, seed=2, block=8)
+    first = probs(20, 8)
+    assert np.array_equal(probs(20, 24)[:8], first)
+    again = SnrProbabilities(1000, seed=2, block=8)
+    again(40, 8)  # another d first: block 0's grid values come from the same stream
+    assert np.array_equal(again(20, 8), first)
+    assert np.all((first >= 0) & (first <= 1))

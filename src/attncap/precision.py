@@ -1,11 +1,13 @@
 """Monte Carlo decisions at a stated error rate: a sequential test of "mean ≤ threshold" and the search
-for the threshold crossing of a monotone quantity (claim 1's capacities N* and d_min).
+for the threshold crossing of a monotone quantity (claim 1's capacities N* and d_min), and confidence bounds on a
+mean (`mean_bounds`, for E4's interpolated crossing).
 
 **What is sampled.** A test's sample is a vector of *independent units*, one value per unit: per-query
 values where queries are independent (E3's Beta-law streams), per-memory means where the queries of one
 memory share its keys and values (E1: `LinearSamples` averages the N errors of each memory, so a look
-at 4 memories has 3 degrees of freedom, however many queries they hold), 0/1 indicators tested as a
-proportion (E4, exact binomial tails). The number of units, not of queries, sets the degrees of freedom.
+at 4 memories has 3 degrees of freedom, however many queries they hold), per-query probabilities in [0, 1]
+(E4: P(SNR⁻¹ ≤ 1) given the query's crosstalk), or 0/1 indicators tested as a proportion (exact binomial
+tails). The number of units, not of queries, sets the degrees of freedom.
 
 **One look.** A look resolves the side of the threshold when a test rejects "mean = threshold" in that
 direction at the per-look level α_look (each direction): Student's t with the sample SE and
@@ -133,6 +135,33 @@ def chernoff_rejects(values: np.ndarray, low: float, high: float, threshold: flo
     q = float(np.clip((threshold - low) / (high - low), 1e-300, 1.0 - 1e-16))
     kl = float(special.rel_entr(p, q) + special.rel_entr(1.0 - p, 1.0 - q))
     return n * kl >= -math.log(alpha)
+
+
+def mean_bounds(values: np.ndarray, alpha: float, low: float = 0.0, high: float = 1.0) -> tuple[float, float]:
+    """Lower and upper confidence bounds on the mean of independent values in [low, high], each one-sided at
+    level alpha: Student's t on the sample SE where the CLT is trusted (`clt_holds`), else the
+    Chernoff–Hoeffding bound inverted (the means `chernoff_rejects` would not reject), and never outside
+    [low, high]. The bounds of an interval rather than the side of one threshold: claim 1's E4 interpolates
+    them across its crossing."""
+    from scipy import optimize
+
+    values = np.asarray(values, dtype=float)
+    n = len(values)
+    if n == 0:
+        return low, high
+    mean, se = mean_and_se(values)
+    if n > 1 and se > 0 and clt_holds(values):
+        half = critical_value(alpha, n - 1) * se
+        return max(low, mean - half), min(high, mean + half)
+
+    def rejects(mu: float) -> float:  # > 0 where the bound rejects a true mean mu
+        p = float(np.clip((mean - low) / (high - low), 0.0, 1.0))
+        q = float(np.clip((mu - low) / (high - low), 1e-300, 1.0 - 1e-16))
+        return n * float(special.rel_entr(p, q) + special.rel_entr(1.0 - p, 1.0 - q)) + math.log(alpha)
+
+    lower = low if rejects(low) <= 0 or mean <= low else optimize.brentq(rejects, low, mean)
+    upper = high if rejects(high) <= 0 or mean >= high else optimize.brentq(rejects, mean, high)
+    return float(lower), float(upper)
 
 
 def binomial_side(values: np.ndarray, threshold: float, alpha: float) -> int:

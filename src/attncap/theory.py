@@ -100,9 +100,14 @@ def snr_inv_exp(n, d, scale: float = 1.0):
     return {"mean": mean, "typical": typical}
 
 
+def exp_kernel_typical_dim(n) -> np.ndarray:
+    """The d where the typical SNR⁻¹ (N−1)·exp(2 − 2√d) equals 1: (1 + ln(N−1)/2)² = O(log² N)."""
+    return (1.0 + np.log(np.asarray(n, dtype=float) - 1.0) / 2.0) ** 2
+
+
 def exp_kernel_min_dim(n) -> np.ndarray:
-    """Smallest integer d with typical SNR⁻¹ (N−1)·exp(2 − 2√d) ≤ 1: d ≥ (1 + ln(N−1)/2)² = O(log² N)."""
-    return np.ceil((1.0 + np.log(np.asarray(n, dtype=float) - 1.0) / 2.0) ** 2 - 1e-9).astype(int)
+    """Smallest integer d with typical SNR⁻¹ (N−1)·exp(2 − 2√d) ≤ 1 (`exp_kernel_typical_dim`, rounded up)."""
+    return np.ceil(exp_kernel_typical_dim(n) - 1e-9).astype(int)
 
 
 # ---------------------------------------------------------------- ReLU feature map -------------

@@ -221,14 +221,21 @@ def linear_growth_fits(e1: pd.DataFrame) -> dict[float, LawComparison]:
     return {float(eps): growth_law(g["d"], g["n"], claimed=POLYNOMIAL) for eps, g in cap.groupby("epsilon")}
 
 
-LOG_SQUARED, LOG_LINEAR = "d_min linear in (ln N)²", "d_min linear in ln N"
+LOG_SQUARED, LOG_LINEAR = "d* linear in (ln N)²", "d* linear in ln N"
+
+
+def log_squared_rows(e4: pd.DataFrame) -> pd.DataFrame:
+    """The E4 rows the law is fitted on: a crossing found below max_dim (not censored) and bracketed by its
+    interval [d_star_lo, d_star_hi] (`experiments.retrieval_capacity.crossing_band`)."""
+    bracketed = np.isfinite(e4[["d_star", "d_star_lo", "d_star_hi"]].to_numpy(dtype=float)).all(axis=1)
+    return e4[~e4["censored"].astype(bool) & bracketed]
 
 
 def log_squared_fit(e4: pd.DataFrame) -> LawComparison:
-    """d_min against (ln N)² (the claim) vs against ln N (the rival) on the uncensored rows: what
+    """d* against (ln N)² (the claim) vs against ln N (the rival) on `log_squared_rows`: what
     `log_squared_law` decides and the figure draws (`params_claimed`, `params_rival`: intercept, slope)."""
-    ok = e4[~e4["censored"].astype(bool)]
-    return compare_laws(ok["d_min"].to_numpy(dtype=float), *_log_designs(ok), claimed=LOG_SQUARED, rival=LOG_LINEAR)
+    ok = log_squared_rows(e4)
+    return compare_laws(ok["d_star"].to_numpy(dtype=float), *_log_designs(ok), claimed=LOG_SQUARED, rival=LOG_LINEAR)
 
 
 def _log_designs(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -360,26 +367,24 @@ def log_squared_law(e4: pd.DataFrame | None) -> Check:
     statement = "Exp kernel: dimension needed for SNR⁻¹ ≤ 1 grows like (ln N)²"
     expected = f"{LOG_SQUARED} (d = O(log² N)) beats {LOG_LINEAR} on the same points"
     rival = f"{LOG_LINEAR} (d = O(log N))"
-    tolerance = (f"on the uncensored d_min, each known to its interval [d_lo, d_hi] (the d where the median is not "
-                 f"resolved, {DECISION_RULE}): {LAW_RULE}, and only when the decision holds for every d_min vector "
-                 "inside the intervals (the least and greatest Akaike weight over them; the point estimates alone "
-                 "ignore the search's precision)")
-    if e4 is None or "d_min" not in e4:
+    tolerance = (f"on d*, the d where P(SNR⁻¹ ≤ 1) interpolated linearly between integer d crosses 1/2, each known "
+                 f"to its interval [d_star_lo, d_star_hi] (the crossings of the fraction's confidence bounds; "
+                 f"{DECISION_RULE}): {LAW_RULE}, and only when the decision holds for every d* vector inside the "
+                 "intervals (the least and greatest Akaike weight over them; the point estimates alone ignore the "
+                 "measurement's precision)")
+    if e4 is None or "d_star" not in e4:
         return _missing("log_squared_law", statement, ZHONG, expected, tolerance, rival)
-    ok = e4[~e4["censored"].astype(bool)]
+    rows = log_squared_rows(e4).sort_values("ln_n_squared")
     law = log_squared_fit(e4)
-    measured = _law_measured(law)
+    measured = _law_measured(law) | {
+        "cells_left_out": int(len(e4) - len(rows)),  # censored at max_dim, or no bracketed interval
+        "max_interval_width": float((rows["d_star_hi"] - rows["d_star_lo"]).max()) if len(rows) else math.nan}
     preferred = law.preferred
-    if "d_lo" in e4:  # each d_min has its interval [d_lo, d_hi] (the d where the median is not resolved)
-        measured |= {"cells_unresolved": int((ok["d_lo"] < ok["d_hi"]).sum()),
-                     "max_interval_width": float((ok["d_hi"] - ok["d_lo"]).max()) if len(ok) else math.nan}
-        if len(ok):
-            # the comparison at the search's precision: decided only where every d_min inside its interval agrees
-            rows = ok.sort_values("ln_n_squared")
-            low, high = weight_range(rows["d_lo"], rows["d_hi"], *_log_designs(rows))
-            measured["akaike_weight_claimed_over_intervals"] = [round(low, 4), round(high, 4)]
-            preferred = preferred_by_weight(low, high)
-    verdict = tally({"d_min": preferred})
+    if len(rows):  # the comparison at the measurement's precision: decided only where every d* inside agrees
+        low, high = weight_range(rows["d_star_lo"], rows["d_star_hi"], *_log_designs(rows))
+        measured["akaike_weight_claimed_over_intervals"] = [round(low, 6), round(high, 6)]
+        preferred = preferred_by_weight(low, high)
+    verdict = tally({"d_star": preferred})
     slope = law.params_claimed[1] if len(law.params_claimed) == 2 else math.nan
     if verdict == REPRODUCED and not slope > 0:
         verdict = NOT_REPRODUCED  # a (ln N)² law that falls is no growth
@@ -387,7 +392,7 @@ def log_squared_law(e4: pd.DataFrame | None) -> Check:
     if verdict == INCONCLUSIVE:
         at_precision = measured.get("akaike_weight_claimed_over_intervals")
         detail = (f"{_describe(law)} at the point estimates, but the Akaike weight of the claimed law ranges over "
-                  f"[{at_precision[0]:.3g}, {at_precision[1]:.3g}] for d_min inside their intervals"
+                  f"[{at_precision[0]:.3g}, {at_precision[1]:.3g}] for d* inside their intervals"
                   if at_precision and law.preferred != NOT_RESOLVED else _describe(law))
         check.reason = not_resolved_reason("(ln N)² against ln N", detail)
     return check
