@@ -379,6 +379,9 @@ def log_squared_law(e4: pd.DataFrame | None) -> Check:
     measured = _law_measured(law) | {
         "cells_left_out": int(len(e4) - len(rows)),  # censored at max_dim, or no bracketed interval
         "max_interval_width": float((rows["d_star_hi"] - rows["d_star_lo"]).max()) if len(rows) else math.nan}
+    if len(rows) >= 4:  # a diagnostic beside the two laws: d* = a + b·ln N + c·(ln N)², c the (ln N)² coefficient
+        ln_n = np.sqrt(rows["ln_n_squared"].to_numpy(dtype=float))
+        measured["fit_quadratic"] = [round(float(v), 4) for v in np.polyfit(ln_n, rows["d_star"], 2)[::-1]]
     preferred = law.preferred
     if len(rows):  # the comparison at the measurement's precision: decided only where every d* inside agrees
         low, high = weight_range(rows["d_star_lo"], rows["d_star_hi"], *_log_designs(rows))
