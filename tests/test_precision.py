@@ -234,16 +234,17 @@ def test_mean_bounds_fall_back_to_chernoff_where_the_clt_is_not_trusted():
     assert not precision.chernoff_rejects(values, 0.0, 1.0, upper * 0.999, 0.01)
 
 
-def test_crossing_band_brackets_the_interpolated_crossing():
-    means = {x: 0.1 * (x - 10) + 0.5 for x in range(3, 30)}  # crosses 1/2 at x = 10.0 … shift it between integers
-    means = {x: m - 0.03 for x, m in means.items()}  # crossing at 10.3
+def test_interpolated_crossing_brackets_the_true_crossing():
+    means = {x: 0.1 * (x - 10) + 0.47 for x in range(3, 31)}  # the interpolated mean crosses 1/2 at 10.3
     rng = np.random.default_rng(1)
-    band = rc.crossing_band(lambda x: np.clip(means[x] + 0.01 * rng.standard_normal(400), 0, 1), 10, 11, 0.5,
-                            1e-4, 3, 30)
-    assert band["d_star_lo"] <= 10.3 <= band["d_star_hi"] and band["d_star_hi"] - band["d_star_lo"] < 0.05
-    # started too high, the band widens downwards until the upper bound starts below 1/2
-    wide = rc.crossing_band(lambda x: np.full(50, means[x]) + np.linspace(-0.001, 0.001, 50), 12, 13, 0.5, 1e-4, 3, 30)
-    assert wide["band"].startswith("10-") and math.isclose(wide["d_star"], 10.3, abs_tol=1e-9)
+    found = precision.interpolated_crossing(lambda x: np.clip(means[x] + 0.01 * rng.standard_normal(400), 0, 1),
+                                            10, 11, 0.5, 1e-4, (3, 30), 8)
+    assert found.low <= 10.3 <= found.high and found.high - found.low < 0.05 and found.units == 400
+    # started too high, the points widen downwards until the upper bound starts below 1/2
+    exact = precision.interpolated_crossing(lambda x: np.full(50, means[x]) + np.linspace(-0.001, 0.001, 50),
+                                            12, 13, 0.5, 1e-4, (3, 30), 8)
+    assert exact.points[0] == 10 and math.isclose(exact.estimate, 10.3, abs_tol=1e-9)
     # a crossing beyond the most points it may use is not bracketed: NaN, not a guess
-    flat = rc.crossing_band(lambda x: np.full(50, 0.2) + np.linspace(-0.001, 0.001, 50), 5, 6, 0.5, 1e-4, 3, 30)
-    assert math.isnan(flat["d_star"]) and math.isnan(flat["d_star_hi"]) and flat["band"] == "5-12"
+    flat = precision.interpolated_crossing(lambda x: np.full(50, 0.2) + np.linspace(-0.001, 0.001, 50),
+                                           5, 6, 0.5, 1e-4, (3, 30), 8)
+    assert math.isnan(flat.estimate) and math.isnan(flat.high) and flat.points == tuple(range(5, 13))

@@ -1,6 +1,6 @@
 """Monte Carlo decisions at a stated error rate: a sequential test of "mean ≤ threshold" and the search
 for the threshold crossing of a monotone quantity (claim 1's capacities N* and d_min), and confidence bounds on a
-mean (`mean_bounds`, for E4's interpolated crossing).
+mean (`mean_bounds`) and the crossing they give between integers (`interpolated_crossing`, claim 1's d*).
 
 **What is sampled.** A test's sample is a vector of *independent units*, one value per unit: per-query
 values where queries are independent (E3's Beta-law streams), per-memory means where the queries of one
@@ -162,6 +162,57 @@ def mean_bounds(values: np.ndarray, alpha: float, low: float = 0.0, high: float 
     lower = low if rejects(low) <= 0 or mean <= low else optimize.brentq(rejects, low, mean)
     upper = high if rejects(high) <= 0 or mean >= high else optimize.brentq(rejects, mean, high)
     return float(lower), float(upper)
+
+
+@dataclass(frozen=True)
+class InterpolatedCrossing:
+    """Where a rising mean, interpolated linearly between integers, crosses a threshold (`estimate`), and the
+    interval [low, high] its confidence bounds give; NaN where not bracketed. `points`: the integers used,
+    `means` their sample means, `units` the fewest units any of them had."""
+    estimate: float
+    low: float
+    high: float
+    points: tuple[int, ...]
+    means: tuple[float, ...]
+    units: int
+
+
+def interpolated_crossing(values_at: Callable[[int], np.ndarray], start: int, stop: int, threshold: float,
+                          alpha: float, within: tuple[int, int], max_points: int) -> InterpolatedCrossing:
+    """The crossing of `threshold` by the piecewise-linear interpolation of a rising mean over the integers, with
+    an interval: the crossings of its upper and lower confidence bounds (`mean_bounds`, each at `alpha` per side
+    and point; so ≤ 2·max_points·alpha in all). If every true mean lies inside its bounds, the true interpolated
+    crossing lies in [crossing of the upper bound, crossing of the lower bound]: each is a first crossing, and a
+    curve below another first reaches the threshold no earlier, so no monotonicity is needed. `values_at(x)`
+    gives independent values of unit x (values in [0, 1]). The points run from `start` to `stop`, widened within
+    `within` (at most `max_points` in all) until the upper bound starts below the threshold and the lower bound
+    ends at or above it; an end that cannot be bracketed so is NaN, not a guess."""
+    xs = list(range(start, stop + 1))
+    stats: dict[int, tuple[float, float, float, int]] = {}
+
+    def at(x: int) -> tuple[float, float, float, int]:  # mean, lower bound, upper bound, units
+        if x not in stats:
+            values = np.asarray(values_at(x), dtype=float)
+            stats[x] = (float(values.mean()), *mean_bounds(values, alpha), len(values))
+        return stats[x]
+
+    while len(xs) < max_points and xs[0] > within[0] and at(xs[0])[2] >= threshold:
+        xs.insert(0, xs[0] - 1)
+    while len(xs) < max_points and xs[-1] < within[1] and at(xs[-1])[1] < threshold:
+        xs.append(xs[-1] + 1)
+    columns = np.array([at(x)[:3] for x in xs])
+
+    def first_crossing(ys: np.ndarray) -> float:
+        if ys[0] >= threshold:
+            return math.nan  # at or before the first point: not bracketed
+        for j in range(1, len(xs)):
+            if ys[j] >= threshold:
+                return xs[j - 1] + (threshold - ys[j - 1]) / (ys[j] - ys[j - 1])
+        return math.nan
+
+    return InterpolatedCrossing(first_crossing(columns[:, 0]), first_crossing(columns[:, 2]),
+                                first_crossing(columns[:, 1]), tuple(xs), tuple(columns[:, 0].tolist()),
+                                min(at(x)[3] for x in xs))
 
 
 def binomial_side(values: np.ndarray, threshold: float, alpha: float) -> int:

@@ -226,7 +226,7 @@ LOG_SQUARED, LOG_LINEAR = "d* linear in (ln N)²", "d* linear in ln N"
 
 def log_squared_rows(e4: pd.DataFrame) -> pd.DataFrame:
     """The E4 rows the law is fitted on: a crossing found below max_dim (not censored) and bracketed by its
-    interval [d_star_lo, d_star_hi] (`experiments.retrieval_capacity.crossing_band`)."""
+    interval [d_star_lo, d_star_hi] (`attncap.precision.interpolated_crossing`)."""
     bracketed = np.isfinite(e4[["d_star", "d_star_lo", "d_star_hi"]].to_numpy(dtype=float)).all(axis=1)
     return e4[~e4["censored"].astype(bool) & bracketed]
 

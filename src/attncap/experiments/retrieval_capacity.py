@@ -12,8 +12,8 @@ from scipy import special
 from tqdm import tqdm
 
 from attncap import theory
-from attncap.precision import (ALPHA_FAMILY, Crossing, find_crossing, first_failure, mean_bounds, point_alpha,
-                               query_budget, sequential_test)
+from attncap.precision import (ALPHA_FAMILY, Crossing, find_crossing, first_failure, interpolated_crossing,
+                               point_alpha, query_budget, sequential_test)
 from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM, masked_accuracy, masked_token_loss, scored_positions
 from attncap.models.mixers import MIXERS
@@ -456,46 +456,8 @@ class SnrProbabilities:
 
 
 BAND_POINTS = 8
-"""Most dimensions whose P(SNR⁻¹ ≤ 1) bounds E4 interpolates across the crossing (fixed in advance: its error
+"""Most dimensions whose P(SNR⁻¹ ≤ 1) bounds E4 interpolates across a crossing (fixed in advance: its error
 rate is spent over them)."""
-
-
-def crossing_band(values_at, start: int, stop: int, threshold: float, alpha: float, lowest: int,
-                  highest: int) -> dict:
-    """Where the piecewise-linear interpolation of a rising mean over the integers crosses `threshold`, with an
-    interval: the crossings of its upper and lower confidence bounds (`mean_bounds`, each at `alpha` per side
-    and point). If the true means lie inside their bounds at every point, the true interpolated crossing lies
-    in [crossing of the upper bound, crossing of the lower bound] (each a first crossing; no monotonicity
-    needed). The points run from `start` to `stop`, widened (within [lowest, highest], at most BAND_POINTS in
-    all) until the upper bound starts below the threshold and the lower bound ends at or above it; an end
-    that cannot be bracketed so is NaN."""
-    xs = list(range(start, stop + 1))
-    stats = {}
-
-    def at(x):
-        if x not in stats:
-            v = values_at(x)
-            stats[x] = (float(np.mean(v)), *mean_bounds(v, alpha), len(v))
-        return stats[x]
-
-    while len(xs) < BAND_POINTS and xs[0] > lowest and at(xs[0])[2] >= threshold:
-        xs.insert(0, xs[0] - 1)
-    while len(xs) < BAND_POINTS and xs[-1] < highest and at(xs[-1])[1] < threshold:
-        xs.append(xs[-1] + 1)
-    columns = np.array([at(x)[:3] for x in xs])  # mean, lower, upper
-
-    def first_crossing(ys) -> float:
-        if ys[0] >= threshold:
-            return math.nan  # at or before the first point: not bracketed
-        for j in range(1, len(xs)):
-            if ys[j] >= threshold:
-                return xs[j - 1] + (threshold - ys[j - 1]) / (ys[j] - ys[j - 1])
-        return math.nan
-
-    return {"d_star": first_crossing(columns[:, 0]), "d_star_lo": first_crossing(columns[:, 2]),
-            "d_star_hi": first_crossing(columns[:, 1]), "band": f"{xs[0]}-{xs[-1]}",
-            "band_queries": min(at(x)[3] for x in xs),
-            "band_fractions": " ".join(f"{x}:{at(x)[0]:.4f}" for x in xs)}
 
 
 def log2_law(spec: dict, context: RunContext) -> pd.DataFrame:
@@ -529,8 +491,11 @@ def log2_law(spec: dict, context: RunContext) -> pd.DataFrame:
             d_min = min(d_hi, max(d_lo, math.ceil(crossing.estimate))) if crossing.first_above else d_lo
             status = "resolved" if crossing.resolved else "unresolved"
             if crossing.first_above is not None:
-                band = crossing_band(lambda d: probabilities(d, limit), max(3, d_lo - 1), int(d_hi), 0.5,
-                                     alpha_band, 3, spec["max_dim"])
+                found = interpolated_crossing(lambda d: probabilities(d, limit), max(3, d_lo - 1), int(d_hi), 0.5,
+                                              alpha_band, (3, spec["max_dim"]), BAND_POINTS)
+                band = {"d_star": found.estimate, "d_star_lo": found.low, "d_star_hi": found.high,
+                        "band": f"{found.points[0]}-{found.points[-1]}", "band_queries": found.units,
+                        "band_fractions": " ".join(f"{x}:{m:.4f}" for x, m in zip(found.points, found.means))}
         if crossing.conflict is not None:  # a d resolved above below a d resolved below: widen to both
             d_hi, status = max(d_hi, crossing.conflict[1] + 1) if np.isfinite(d_hi) else crossing.conflict[1] + 1, "non-monotone"
         high = crossing.decisions.get(d_hi) if np.isfinite(d_hi) else None
