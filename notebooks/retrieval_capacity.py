@@ -306,13 +306,14 @@ ax.errorbar(x2, e4["d_star"], yerr=bars, fmt="o", capsize=2, label="measured d* 
 ax.plot(x2, e4["theory_typical_d"], "--", color="black", label="typical-key prediction")
 if len(law.params_claimed) == 2 and len(law.params_rival) == 2:
     (a, b), (c, r) = law.params_claimed, law.params_rival
-    fits = {"claimed": (a + b * x2, ":", "C3", f"claimed law d = {b:.3f}(ln N)² {a:+.2f} (RSS {law.rss_claimed:.3g})"),
-            "rival": (c + r * np.sqrt(x2), "-.", "C2", f"rival law d = {r:.2f} ln N {c:+.2f} (RSS {law.rss_rival:.3g})")}
+    fits = {"claimed": (a + b * x2, ":", "C3", f"claimed law d = {b:.3f}(ln N)² {'+' if a >= 0 else '−'} {abs(a):.2f} (RSS {law.rss_claimed:.3g})"),
+            "rival": (c + r * np.sqrt(x2), "-.", "C2", f"rival law d = {r:.2f} ln N {'+' if c >= 0 else '−'} {abs(c):.2f} (RSS {law.rss_rival:.3g})")}
     for name, (fit, style, color, text) in fits.items():
         ax.plot(x2, fit, style, color=color, label=text)
         res.errorbar(x2, e4["d_star"] - fit, yerr=bars, fmt="o" + style, color=color, capsize=2, label=f"{name} law")
     res.axhline(0.0, color="grey", lw=0.8)
-    ax.text(0.98, 0.04, f"Akaike weight of the claimed law {law.weight_claimed:.4f}: {law.preferred}",
+    weight = f"{law.weight_claimed:.4f}" if law.weight_claimed < 0.9999 else "> 0.9999"
+    ax.text(0.98, 0.04, f"Akaike weight of the claimed law {weight}: {law.preferred}",
             transform=ax.transAxes, ha="right", fontsize="small")
 else:
     res.text(0.5, 0.5, f"{law.n} points: too few to fit two laws", transform=res.transAxes, ha="center")
