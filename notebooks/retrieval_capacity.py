@@ -321,8 +321,10 @@ plotting.label(ax, "Exponential kernel: dimension needed vs (ln N)²", "(ln N)²
                legend_loc="upper left")
 plotting.label(res, "Residual of each law (measured − fitted)", "(ln N)²", "d* − law")
 plotting.save(fig, figures_dir, CLAIM, "log2_law")
-plotting.save_table(e4[["n", "ln_n_squared", "d_star", "d_star_lo", "d_star_hi", "d_min", "d_lo", "d_hi", "status",
-                        "band_fractions", "band_queries", "theory_typical_d", "censored"]], tables_dir, CLAIM, "log2_law")
+log2_table = e4[["n", "ln_n_squared", "d_star", "d_star_lo", "d_star_hi", "d_min", "d_lo", "d_hi", "status",
+                  "band_fractions", "band_queries", "theory_typical_d", "censored"]]
+plotting.save_table(log2_table, tables_dir, CLAIM, "log2_law")
+log2_table
 
 # %% [markdown]
 # ## Trained multi-query associative recall
