@@ -131,10 +131,15 @@ def chernoff_rejects(values: np.ndarray, low: float, high: float, threshold: flo
     n = len(values)
     if n == 0 or high <= low:
         return False
-    p = float(np.clip((np.mean(values) - low) / (high - low), 0.0, 1.0))
-    q = float(np.clip((threshold - low) / (high - low), 1e-300, 1.0 - 1e-16))
-    kl = float(special.rel_entr(p, q) + special.rel_entr(1.0 - p, 1.0 - q))
-    return n * kl >= -math.log(alpha)
+    return _chernoff_exponent(float(np.mean(values)), n, low, high, threshold) >= -math.log(alpha)
+
+
+def _chernoff_exponent(mean: float, n: int, low: float, high: float, mu: float) -> float:
+    """n·kl(x̄, μ) for n values in [low, high] with sample mean x̄, both rescaled to [0, 1]: minus the log of the
+    Chernoff–Hoeffding tail bound on seeing x̄ when the true mean is μ (`chernoff_rejects`, `mean_bounds`)."""
+    p = float(np.clip((mean - low) / (high - low), 0.0, 1.0))
+    q = float(np.clip((mu - low) / (high - low), 1e-300, 1.0 - 1e-16))
+    return n * float(special.rel_entr(p, q) + special.rel_entr(1.0 - p, 1.0 - q))
 
 
 def mean_bounds(values: np.ndarray, alpha: float, low: float = 0.0, high: float = 1.0) -> tuple[float, float]:
@@ -155,9 +160,7 @@ def mean_bounds(values: np.ndarray, alpha: float, low: float = 0.0, high: float 
         return max(low, mean - half), min(high, mean + half)
 
     def rejects(mu: float) -> float:  # > 0 where the bound rejects a true mean mu
-        p = float(np.clip((mean - low) / (high - low), 0.0, 1.0))
-        q = float(np.clip((mu - low) / (high - low), 1e-300, 1.0 - 1e-16))
-        return n * float(special.rel_entr(p, q) + special.rel_entr(1.0 - p, 1.0 - q)) + math.log(alpha)
+        return _chernoff_exponent(mean, n, low, high, mu) + math.log(alpha)
 
     lower = low if rejects(low) <= 0 or mean <= low else optimize.brentq(rejects, low, mean)
     upper = high if rejects(high) <= 0 or mean >= high else optimize.brentq(rejects, mean, high)

@@ -465,7 +465,7 @@ def log2_law(spec: dict, context: RunContext) -> pd.DataFrame:
     (`SnrProbabilities`): a sequential test of their mean against 1/2 at every d the search visits gives the
     integer d_min with the band [d_lo, d_hi] of d where it is not resolved; then d_star, where the fraction
     interpolated linearly between integer d crosses 1/2, with its interval from the fraction's confidence
-    bounds at every d of the band (`crossing_band`). Half the table's error rate ALPHA_FAMILY is spent over the
+    bounds at every d of the band (`attncap.precision.interpolated_crossing`). Half the table's error rate ALPHA_FAMILY is spent over the
     searches' points, half over the band's bounds."""
     rows = []
     cells = len(spec["log10_n"])
