@@ -472,6 +472,44 @@ def test_converged_arm_leaves_the_protocol_arm_bitwise_unchanged(smoke_config):
     pd.testing.assert_frame_equal(again[same], continued[same], check_exact=True)
 
 
+
+def test_budget_study_trains_every_model_to_the_cap_and_reads_each_budget(smoke_config):
+    """`certify=False` (scripts/budget_drift.py) trains every model to the cap with the in-budget steps of the
+    pipeline's run; the history it returns holds every step's accuracy and loss; the script's reading at the
+    budget is the protocol row (running accuracy, loss change, certificate), and the step it says the rule first
+    certifies a run is the converged arm's own stopping step."""
+    import importlib.util
+    import pathlib
+
+    from attncap.experiments.aot_memorization import train_stack
+
+    stack, spec, table, sample = _a6_stack(smoke_config)
+    history: dict = {}
+    forced = train_stack(stack, spec, table, sample, certify=False, history=history)
+    usual = train_stack(stack, spec, table, sample)
+    budget, cap = int(forced["steps"].iloc[0]), int(forced["cap_steps"].iloc[0])
+    conv = forced[forced["arm"] == "converged"]
+    assert (conv["steps_run"] == cap).all() and conv["capped"].all()
+    assert history["accuracies"].shape == history["losses"].shape == (cap, len(stack.seeds))
+    same = [c for c in forced.columns if c not in ("wall_time_s",)]
+    pd.testing.assert_frame_equal(forced[forced["arm"] == "protocol"][same].reset_index(drop=True),
+                                  usual[usual["arm"] == "protocol"][same].reset_index(drop=True), check_exact=True)
+    path = pathlib.Path(__file__).parents[1] / "scripts" / "budget_drift.py"
+    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location("budget_drift", path))
+    module.__spec__.loader.exec_module(module)
+    read = module.readings(forced, history, spec, stack, [1.0, 2.0])
+    at_budget = read[read["budget_multiple"] == 1.0].reset_index(drop=True)
+    protocol = usual[usual["arm"] == "protocol"].reset_index(drop=True)
+    for column in ("acc_running", "loss_drop_last10", "lr_last10", "status"):
+        assert at_budget[column].tolist() == pytest.approx(protocol[column].tolist(), rel=1e-9) \
+            if column != "status" else at_budget[column].tolist() == protocol[column].tolist(), column
+    stopped = usual[usual["arm"] == "converged"].reset_index(drop=True)
+    for (_, r), (_, s) in zip(at_budget.iterrows(), stopped.iterrows()):
+        if not s["capped"]:
+            assert r["certified_at_step"] == s["steps_run"]
+        else:
+            assert pd.isna(r["certified_at_step"]) or r["certified_at_step"] > cap
+
 def two_arms(protocol: pd.DataFrame, converged: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([protocol.assign(arm=claim.PROTOCOL_ARM), converged.assign(arm=claim.CONVERGED_ARM)],
                      ignore_index=True)

@@ -173,7 +173,8 @@ def cap_steps(spec: dict) -> int:
 
 
 def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Tensor, device: str = "cpu",
-                desc: str | None = None, checkpoint=None) -> pd.DataFrame:
+                desc: str | None = None, checkpoint=None, certify: bool = True,
+                history: dict | None = None) -> pd.DataFrame:
     """Train one stack with Adam and the reference code's per-epoch linear decay; two rows per model.
 
     One training serves both arms. The `protocol` row is read at the authors' budget (64 epochs): running
@@ -188,7 +189,10 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
 
     `checkpoint(every, generators, stateful)` -> `attncap.train.Checkpoint` or None (`RunContext.checkpoint`):
     the training's state, data order and metric buffers are saved every tenth of the budget, so a killed job
-    resumes mid-training, bitwise as one run."""
+    resumes mid-training, bitwise as one run.
+
+    For budget studies (`scripts/budget_drift.py`): `certify=False` trains every model to the cap, certified or
+    not, and a `history` dict receives the per-step training accuracies and losses (steps run, models)."""
     started = time.perf_counter()
     model = AoTStack(stack.seeds, stack.heads, n_tokens=spec["N"], d=stack.d, d_head=stack.d_head,
                      layout=stack.layout, mlp_widths=stack.widths).to(device)
@@ -232,15 +236,19 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
     buffers = _Buffers(accuracies=accuracies, losses=losses, counter=counter, at_budget=at_budget)
     saving = checkpoint(math.ceil(budget / 10), shuffle.generators, [shuffle, buffers]) if checkpoint else None
 
-    def until_certified(history, model_steps):
+    def until_certified(losses_so_far, model_steps):
+        if not certify:
+            return torch.zeros(model.n_models, dtype=torch.bool)
         # the claim's rule (run_status): a plateau per unit of learning rate, or a saturated running accuracy
-        return settled(history, model_steps) | (running(model_steps).cpu() >= SATURATION)
+        return settled(losses_so_far, model_steps) | (running(model_steps).cpu() >= SATURATION)
 
     result = train_batched(model, lambda step: shuffle(step).to(device), loss_fn, settings,
                            desc=desc or f"{stack.kind} d={stack.d} d_h={stack.d_head}", on_step=on_step,
                            until_certified=until_certified if cap > budget else None,
                            max_steps=cap if cap > budget else None, checkpoint=saving)
     ran = counter[0]
+    if history is not None:
+        history.update(accuracies=accuracies[:ran].cpu(), losses=losses[:ran].cpu())
     model_steps = result["model_steps"] if cap > budget else [ran] * model.n_models
     capped = result["capped"]
     protocol_steps = [min(budget, ran)] * model.n_models
