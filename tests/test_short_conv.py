@@ -82,8 +82,10 @@ def test_every_model_stops_when_solved_and_rows_carry_the_certificate():
 
 
 def test_plateau_and_step_limit_are_told_apart():
-    rows = _run(plateau_delta=1.0)  # any gain < 1 counts as a plateau: stop after plateau_steps + one check
-    assert (rows["stop_reason"] == "plateau").all() and (rows["steps_run"] == 15).all()
+    # any gain < 1 counts as a plateau: the loss is read on two windows of plateau_steps, so the first stop is
+    # after two windows and one check (5 + 2·10 steps)
+    rows = _run(plateau_delta=1.0)
+    assert (rows["stop_reason"] == "plateau").all() and (rows["steps_run"] == 25).all()
     rows = _run(plateau_steps=1000)  # no plateau possible within 30 steps, nothing solves at 0.99
     assert set(rows["stop_reason"]) <= {"max_steps", "solved"} and (rows["steps_run"] <= 30).all()
 
@@ -139,6 +141,28 @@ def test_a_flat_accuracy_with_a_falling_loss_is_not_a_plateau():
     assert run(lambda step: 2.8) == "plateau"
 
 
+def test_the_loss_must_read_flat_on_two_windows():
+    """One flat pair of window losses is not enough: the monitor looks every eval_every steps, so a pair can
+    look flat by chance while the loss still falls. A loss that fell until one window ago and is flat since
+    is not settled yet; flat for two windows, it is."""
+    spec = dict(SPEC, eval_every=10, plateau_steps=20, plateau_delta=0.01, target_accuracy=0.99)
+    model = rc_exp.mqar_model(spec, *rc_exp.mqar_grid(spec, "d16"))
+
+    def stop_step(loss_at, steps=80):
+        monitor = rc_exp.MqarMonitor(model, [], spec, steps=200)
+        monitor.check_accuracy = lambda: torch.full((len(monitor.done),), 0.25)
+        for step in range(steps):
+            monitor(step, torch.full((len(monitor.done),), loss_at(step)), None)
+        return monitor.stop_step[0] if monitor.reason[0] == "plateau" else None
+
+    falling_then_flat = lambda step: 3.0 * 0.98 ** min(step, 40)  # noqa: E731, flat from step 40 on
+    # each check's loss is the mean of the 10 steps before it. At step 70 the last pair (50, 70) is flat, which
+    # one read would take, but the pair before (30, 50) fell; at 80 that pair, (40, 60), still fell 8%; at 90
+    # both pairs are flat
+    assert stop_step(falling_then_flat, steps=100) == 90
+    assert stop_step(lambda step: 2.8) == 50  # flat from the start: the first check with two windows behind it
+
+
 def test_a_mixer_may_have_its_own_rate_but_one_job_has_one():
     spec = dict(SPEC, lr=0.01, lr_by_mixer={"linear_elu": 0.003})
     assert rc_exp.mqar_lr(spec, ["softmax", "softmax"]) == 0.01
@@ -151,17 +175,17 @@ def test_a_run_still_improving_at_the_budget_is_continued_and_the_others_are_unc
     """E5's continuation: with continue_cap, a run at the step limit goes on at continue_lr of the peak rate up
     to the cap; runs settled within the budget are the same bit for bit (the in-budget schedule is unchanged),
     and every row states the cap it ran under."""
-    plain = _run(plateau_steps=20)
-    onward = _run(plateau_steps=20, continue_cap=3, continue_lr=0.1)
-    assert (plain["step_cap"] == 30).all() and (onward["step_cap"] == 90).all()
+    plain = _run(steps=50, plateau_steps=20)
+    onward = _run(steps=50, plateau_steps=20, continue_cap=3, continue_lr=0.1)
+    assert (plain["step_cap"] == 50).all() and (onward["step_cap"] == 150).all()
     settled = plain["stop_reason"] != "max_steps"
-    assert settled.any() and (~settled).any()  # this grid has both kinds at 30 steps
+    assert settled.any() and (~settled).any()  # this grid has both kinds at 50 steps
     columns = ["stop_reason", "steps_run", "accuracy", "final_train_loss", "accuracy_trace", "loss_trace"]
     assert plain.loc[settled, columns].equals(onward.loc[settled, columns])
-    assert (onward.loc[~settled, "steps_run"] > 30).all() and (onward["steps_run"] <= 90).all()
+    assert (onward.loc[~settled, "steps_run"] > 50).all() and (onward["steps_run"] <= 150).all()
     assert (onward.loc[~settled, "steps_run"] % 5 == 0).all()  # judged at the monitor's checks, every 5 steps
     at_cap = onward["stop_reason"] == "max_steps"
-    assert (onward.loc[at_cap, "steps_run"] == 90).all()
+    assert (onward.loc[at_cap, "steps_run"] == 150).all()
 
 
 @pytest.mark.parametrize("mixers", [["softmax", "linear_elu"], ["deltanet_02", "deltaformer_linear"]])
@@ -169,7 +193,7 @@ def test_dropping_stopped_models_from_the_axis_changes_no_number(monkeypatch, mi
     """E5 drops a stopped model from the model axis (train_batched(narrow=...)) instead of holding it there:
     every row, traces included, is the same as with the models held, with models stopping at different
     steps, in and beyond the budget, with and without the convolution, for each kind of mixer."""
-    changes = dict(mixers=mixers, plateau_steps=20, continue_cap=3, continue_lr=0.1)
+    changes = dict(mixers=mixers, steps=50, plateau_steps=20, continue_cap=3, continue_lr=0.1)
     real, widths = rc_exp.train_batched, []
 
     def counting(*args, narrow, **kwargs):  # records how many models each narrowing leaves

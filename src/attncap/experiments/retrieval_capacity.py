@@ -690,19 +690,28 @@ class MqarMonitor:
             if history[-1] >= self.target:
                 self.done[m], self.reason[m], self.stop_step[m] = True, "solved", step + 1
             elif (len(history) > self.window and max(history[-self.window:]) < max(history[:-self.window]) + self.delta
-                  and not self.loss_moving(m, step)):
+                  and self.loss_settled(m, step)):
                 self.done[m], self.reason[m], self.stop_step[m] = True, "plateau", step + 1
         return self.done.clone()
 
-    def loss_moving(self, m: int, step: int) -> bool:
-        """`claims.still_moving` on model m's training loss over the plateau window, its drop scaled to 10% of
-        the step budget (the certificate's window) and judged at the mean learning-rate factor of the window."""
+    def loss_settled(self, m: int, step: int) -> bool:
+        """The loss half of the plateau rule, read twice as every continuation reads it
+        (`attncap.train.plateau_settled`): no fall beyond the certificate's rate between the last two checks one
+        plateau window apart, nor between the two before them. This monitor looks every `eval_every` steps, and
+        one pair of window-mean losses can look flat by batch noise while the loss still falls."""
+        return len(self.losses[m]) > 2 * self.window and not any(self.loss_moving(m, step, back) for back in (0, 1))
+
+    def loss_moving(self, m: int, step: int, back: int = 0) -> bool:
+        """`claims.still_moving` on model m's training loss over one plateau window (ending `back` windows before
+        the last check), its drop scaled to 10% of the step budget (the certificate's window) and judged at the
+        mean learning-rate factor of that window."""
         losses = self.losses[m]
-        before, now = losses[-1 - self.window], losses[-1]
+        end = len(losses) - 1 - back * self.window
+        before, now = losses[end - self.window], losses[end]
         change = (before - now) / abs(before) if before else math.nan
         span = self.window * self.every
         scale = span / max(1.0, 0.1 * self.steps)  # how many certificate windows the plateau window spans
-        fraction = 1.0 if self.settings is None else tail_lr_fraction(self.settings, step + 1, window=span)
+        fraction = 1.0 if self.settings is None else tail_lr_fraction(self.settings, step + 1 - back * span, window=span)
         return still_moving(change / scale, fraction)
 
     def trace(self, m: int, values) -> str:
