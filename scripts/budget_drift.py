@@ -23,44 +23,40 @@ from attncap.claims import aot_memorization as rules
 from attncap.config import run_config
 from attncap.experiments import aot_memorization as exp
 from attncap.theory import associations_from_accuracy
-from attncap.train import TrainSettings, plateau_drop, plateau_settled, tail_lr_fraction
+from attncap.train import final_loss, plateau_certified, plateau_drop, tail_lr_fraction
 
 LAWS = {"A1": (rules.linear_in_heads, rules.per_head_gain, rules.slope_exponent),
         "A2": (rules.head_dim_scaling,), "A3": (rules.two_regimes,), "A5": (rules.aot_linear_in_parameters,),
         "A6": (rules.d2_slope,)}
 
 
-def settings_of(spec: dict, stack: exp.Stack) -> TrainSettings:
-    """The schedule `train_stack` trains with (only the learning-rate factors are read here)."""
-    return TrainSettings(steps=exp.steps_of(spec), lr=spec["lr"], optimizer="adam", schedule="linear",
-                         schedule_every=math.ceil(spec["n_sequences"] / spec["batch"]),
-                         final_lr_fraction=stack.final_lr / spec["lr"], schedule_span=spec["epochs"])
-
-
-def readings(rows: pd.DataFrame, history: dict, spec: dict, stack: exp.Stack, multiples: list[float]) -> pd.DataFrame:
+def readings(rows: pd.DataFrame, history: dict, spec: dict, multiples: list[float]) -> pd.DataFrame:
     """Per model and multiple k: running accuracy over the last `last_batches` steps before k budgets, the loss
     change over the last tenth per unit of learning rate, the certificate's status there, and the step at which
-    the converged arm's rule (one read at the budget, two at each later tenth) first certifies the run."""
-    settings, budget, last = settings_of(spec, stack), exp.steps_of(spec), spec["last_batches"]
+    the converged arm's rule (`plateau_certified`: one read at the budget, two at each later tenth; or a saturated
+    running accuracy) first certifies the run."""
+    settings, budget, last = history["settings"], exp.steps_of(spec), spec["last_batches"]
     accuracies, losses = history["accuracies"], history["losses"].double()
     base = rows[rows["arm"] == rules.CONVERGED_ARM].reset_index(drop=True)
+    settled = plateau_certified(settings)  # the converged arm's own rule, looked at where its loop looks
+    first = [None] * len(base)
+    for end in range(budget, len(losses) + 1, math.ceil(budget / 10)):
+        saturated = accuracies[end - last:end].mean(0) >= rules.SATURATION
+        for m in torch.nonzero(settled(losses[:end], torch.full((len(base),), end)) | saturated).flatten().tolist():
+            first[m] = first[m] or end
     out = []
     for m, row in base.iterrows():
         own = losses[:, m].tolist()
-        lr_of = lambda end, window: tail_lr_fraction(settings, end, window=window)  # noqa: E731
-        first = next((end for end in range(budget, len(own) + 1, math.ceil(budget / 10))
-                      if plateau_settled(own[:end], lr_of, reads=1 if end == budget else 2)), None)
         for k in multiples:
             end = int(round(k * budget))
             if end > len(own):
                 continue
             acc = float(accuracies[end - last:end, m].mean())
-            drop, lr_tail = plateau_drop(own[:end]), tail_lr_fraction(settings, end)
-            final = sum(own[end - 10:end]) / 10
+            drop, lr_tail, final = plateau_drop(own[:end]), tail_lr_fraction(settings, end), final_loss(own[:end])
             out.append({**row.to_dict(), "budget_multiple": k, "steps_run": end, "acc_running": acc,
                         "X_running": float(associations_from_accuracy(acc, spec["N"])),
                         "final_loss": final, "loss_drop_last10": drop, "lr_last10": lr_tail,
-                        "status": rules.run_status(final, acc, drop, lr_tail), "certified_at_step": first})
+                        "status": rules.run_status(final, acc, drop, lr_tail), "certified_at_step": first[m]})
     return pd.DataFrame(out)
 
 
@@ -83,7 +79,7 @@ def main(argv=None) -> None:
             continue
         history: dict = {}
         rows = exp.train_stack(stack, spec, table, sample, certify=False, history=history)
-        frames.append(readings(rows, history, spec, stack, multiples))
+        frames.append(readings(rows, history, spec, multiples))
     frame = pd.concat(frames, ignore_index=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(args.out, index=False)

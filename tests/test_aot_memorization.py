@@ -497,7 +497,7 @@ def test_budget_study_trains_every_model_to_the_cap_and_reads_each_budget(smoke_
     path = pathlib.Path(__file__).parents[1] / "scripts" / "budget_drift.py"
     module = importlib.util.module_from_spec(importlib.util.spec_from_file_location("budget_drift", path))
     module.__spec__.loader.exec_module(module)
-    read = module.readings(forced, history, spec, stack, [1.0, 2.0])
+    read = module.readings(forced, history, spec, [1.0, 2.0])
     at_budget = read[read["budget_multiple"] == 1.0].reset_index(drop=True)
     protocol = usual[usual["arm"] == "protocol"].reset_index(drop=True)
     for column in ("acc_running", "loss_drop_last10", "lr_last10", "status"):

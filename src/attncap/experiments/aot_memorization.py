@@ -192,7 +192,8 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
     resumes mid-training, bitwise as one run.
 
     For budget studies (`scripts/budget_drift.py`): `certify=False` trains every model to the cap, certified or
-    not, and a `history` dict receives the per-step training accuracies and losses (steps run, models)."""
+    not, and a `history` dict receives the per-step training accuracies and losses (steps run, models) and the
+    `TrainSettings` they were trained with."""
     started = time.perf_counter()
     model = AoTStack(stack.seeds, stack.heads, n_tokens=spec["N"], d=stack.d, d_head=stack.d_head,
                      layout=stack.layout, mlp_widths=stack.widths).to(device)
@@ -248,7 +249,7 @@ def train_stack(stack: Stack, spec: dict, table: torch.Tensor, sample: torch.Ten
                            max_steps=cap if cap > budget else None, checkpoint=saving)
     ran = counter[0]
     if history is not None:
-        history.update(accuracies=accuracies[:ran].cpu(), losses=losses[:ran].cpu())
+        history.update(accuracies=accuracies[:ran].cpu(), losses=losses[:ran].cpu(), settings=settings)
     model_steps = result["model_steps"] if cap > budget else [ran] * model.n_models
     capped = result["capped"]
     protocol_steps = [min(budget, ran)] * model.n_models
