@@ -127,3 +127,16 @@ def test_a_reference_names_every_revision_its_tables_were_run_at(tmp_path):
     results = _write(tmp_path, "results", [_doc("c"), later])
     target = write_reference(results, tmp_path / "reference" / "smoke", figures=[])
     assert json.loads((target / "provenance.json").read_text())["git_revision"] == "abc, def"
+
+
+def test_a_reference_sums_the_jobs_cpu_time_not_their_wall_time(tmp_path):
+    """provenance.json's job_core_seconds is the `cpu_time` column of Snakemake's benchmark files (the first
+    column, `s`, is wall time: a job waiting on a busy core would count its wait)."""
+    results = _write(tmp_path, "results", [_doc("c")])
+    header = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+    for name, wall, cpu in (("E1", 97.2, 74.9), ("E2", 19.74, 10.64)):
+        path = results / "benchmarks" / "c" / f"{name}.tsv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(header + f"{wall}\t0:01:37\t525\t1083\t429\t459\t1.27\t0.01\t76.57\t{cpu}\n")
+    target = write_reference(results, tmp_path / "reference" / "smoke", figures=[])
+    assert json.loads((target / "provenance.json").read_text())["job_core_seconds"] == 85.5

@@ -188,9 +188,11 @@ def write_reference(results, target, *, figures: list[str] = (), wall_time_s: fl
     benchmarks = sorted((results / "benchmarks").rglob("*.tsv")) if (results / "benchmarks").is_dir() else []
     job_seconds = 0.0
     for path in benchmarks:
-        lines = path.read_text().splitlines()
-        if len(lines) > 1:
-            job_seconds += float(lines[1].split("\t")[0])
+        # Snakemake's benchmark table: a header, then one row per repeat; its first column `s` is wall time,
+        # `cpu_time` the job's CPU time (the measure the README's timing table states)
+        header, *rows = [line.split("\t") for line in path.read_text().splitlines()]
+        if rows and "cpu_time" in header:
+            job_seconds += float(rows[0][header.index("cpu_time")])
     tiers = sorted({d["tier"] for d in documents.values()})
     revisions = sorted({r for d in documents.values()
                         for r in d.get("provenance", {}).get("git_revision", "unknown").split(", ")})
