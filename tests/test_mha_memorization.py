@@ -285,6 +285,35 @@ def test_a_failure_at_the_bound_by_a_model_that_stores_more_elsewhere_is_withhel
     assert claim.check_fit_at_bound(_trained(lambda h: 3), "M2").verdict == NOT_REPRODUCED
 
 
+def test_a_settled_failure_under_the_authors_recipe_counts():
+    """The withheld-as-optimizer-failure rule is for our grid recipe. A run at T ≤ b trained with the authors'
+    own settings (`recipe` authors) is what their trained models do: settled, its failure counts for the rival
+    (H = 1 below, beside passing H ≥ 2: partially); still falling at its cap, the check is withheld."""
+    table = _trained(lambda h: 20 * h).assign(recipe="grid")
+    stuck = (table["heads"] == 1) & (table["T"] == 8)
+    table.loc[stuck, ["accuracy", "memorized"]] = [7 / 8, 7]
+    assert claim.check_fit_at_bound(table, "M2").verdict == INCONCLUSIVE  # grid recipe: withheld
+    authors = table.assign(recipe=np.where(table["T"] <= table["bound_b"], "authors", "grid"))
+    check = claim.check_fit_at_bound(authors, "M2")
+    assert check.verdict == PARTIALLY and "withheld" not in check.measured
+    assert check.measured["passing_by_H"][1] == "0/2" and check.measured["passing_by_H"][2] == "4/4"
+    moving = authors.copy()
+    moving.loc[stuck, "loss_drop_last10"] = 0.3  # the failing runs' loss still falls in their last tenth
+    check = claim.check_fit_at_bound(moving, "M2")
+    assert check.verdict == INCONCLUSIVE and "loss not settled" in check.reason
+
+
+def test_cells_at_or_below_the_bound_train_with_the_bound_recipe():
+    spec = {**_smoke()["mha_memorization"]["M2"], "bound_recipe": {"steps": 40, "lr": 0.001, "warmup_steps": 2}}
+    for g in exp.trained_groups(spec):
+        recipe = exp.group_recipe(spec, g)
+        below = g["T"] <= tasks.capacity_bound(g["heads"], g["n"])
+        assert recipe["recipe"] == ("authors" if below else "grid")
+        assert (recipe["steps"], recipe["lr"]) == ((40, 0.001) if below else (spec["steps"], spec["lr"]))
+    without = _smoke()["mha_memorization"]["M2"]
+    assert {exp.group_recipe(without, g)["recipe"] for g in exp.trained_groups(without)} == {"grid"}
+
+
 def test_linear_in_heads_verdicts():
     assert claim.check_linear_in_heads(_trained(lambda h: 30 * h)).verdict == REPRODUCED
     flat = claim.check_linear_in_heads(_trained(lambda h: 100 + h))
