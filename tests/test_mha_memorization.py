@@ -296,6 +296,7 @@ def test_a_settled_failure_under_the_authors_recipe_counts():
     authors = table.assign(recipe=np.where(table["T"] <= table["bound_b"], "authors", "grid"))
     check = claim.check_fit_at_bound(authors, "M2")
     assert check.verdict == PARTIALLY and "withheld" not in check.measured
+    assert check.reason.startswith("below the bound: heads=1") and "fitted 7 of 8" in check.reason
     assert check.measured["passing_by_H"][1] == "0/2" and check.measured["passing_by_H"][2] == "4/4"
     moving = authors.copy()
     moving.loc[stuck, "loss_drop_last10"] = 0.3  # the failing runs' loss still falls in their last tenth

@@ -197,8 +197,15 @@ def check_fit_at_bound(table, exp: str) -> Check:
             check = Check(f"{exp}.fit_at_bound", statement, source, measured, expected, rule, INCONCLUSIVE,
                           rival=rival)
             return gate(check, PRECONDITION, stuck + (certificate(decided) if len(decided) else Certificate()))
-    return _certified(Check(f"{exp}.fit_at_bound", statement, source, measured, expected, rule, verdict, rival=rival),
-                      decided, stands=REPRODUCED)
+    check = _certified(Check(f"{exp}.fit_at_bound", statement, source, measured, expected, rule, verdict, rival=rival),
+                       decided, stands=REPRODUCED)
+    if check.verdict in (PARTIALLY, NOT_REPRODUCED) and not check.reason:
+        failed = decided[~ok[keep].to_numpy()]
+        check.reason = "below the bound: " + listing(
+            [f"{_name(r)} fitted {r['accuracy'] * r['T']:.0f} of {int(r['T'])} labels" if classes else
+             f"{_name(r)} at relative MSE {r['rel_mse']:.2g}" for _, r in failed.iterrows()]) + (
+            " (the authors' recipe, loss settled)" if "recipe" in failed and (failed["recipe"] == "authors").all() else "")
+    return check
 
 
 def _name(row) -> str:
