@@ -138,6 +138,11 @@ runs2 = per_run(m2, ["heads", "n", "d_head"])
 fig, axes = plotting.figure(2, width=5.4)
 if len(m2):
     sns.lineplot(data=m2, x="T", y="accuracy", hue="heads", marker="o", palette="viridis", ax=axes[0], errorbar=("pi", 100))
+    if "recipe" in m2 and (m2["recipe"] == "authors").any():
+        # the cells at or below the bound train with the authors' own settings, not the grid's: ringed
+        authors = m2[m2["recipe"] == "authors"].groupby(["heads", "T"], as_index=False)["accuracy"].mean()
+        axes[0].scatter(authors["T"], authors["accuracy"], s=90, facecolors="none", edgecolors="black", linewidths=1.2,
+                        zorder=5, label="T ≤ b: the authors' recipe\n(Adam 1e-3, 50k steps)")
     mark_runs(axes[1], runs2, "heads", "M")
 else:
     no_data(axes[0], "M2")
