@@ -147,7 +147,7 @@ if len(m2):
 else:
     no_data(axes[0], "M2")
 plotting.label(axes[0], "M2: training accuracy vs dataset size", "examples T (log scale)", "best training accuracy",
-               legend_title="heads H")
+               legend_title="heads H", legend_loc="below")
 log2_axis(axes[0])
 # the fits the verdict made (attncap.claims.mha_memorization.heads_law), drawn only when it decided
 check2 = verdict_of("M2.linear_in_H")
