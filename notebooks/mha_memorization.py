@@ -148,6 +148,9 @@ else:
     no_data(axes[0], "M2")
 plotting.label(axes[0], "M2: training accuracy vs dataset size", "examples T (log scale)", "best training accuracy",
                legend_title="heads H", legend_loc="below")
+if axes[0].get_legend() is not None:  # three columns: six entries in two rows, as short as the right panel's legend
+    axes[0].legend(title="heads H", fontsize="small", title_fontsize="small", loc="upper center",
+                   bbox_to_anchor=(0.5, -0.2), ncol=3)
 log2_axis(axes[0])
 # the fits the verdict made (attncap.claims.mha_memorization.heads_law), drawn only when it decided
 check2 = verdict_of("M2.linear_in_H")
