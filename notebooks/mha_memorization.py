@@ -141,8 +141,9 @@ if len(m2):
     if "recipe" in m2 and (m2["recipe"] == "authors").any():
         # the cells at or below the bound train with the authors' own settings, not the grid's: ringed
         authors = m2[m2["recipe"] == "authors"].groupby(["heads", "T"], as_index=False)["accuracy"].mean()
+        recipe = m2[m2["recipe"] == "authors"].iloc[0]
         axes[0].scatter(authors["T"], authors["accuracy"], s=90, facecolors="none", edgecolors="black", linewidths=1.2,
-                        zorder=5, label="T ≤ b: the authors' recipe\n(Adam 1e-3, 50k steps)")
+                        zorder=5, label=f"T ≤ b: the authors' recipe\n(Adam {recipe['lr']:g}, {int(recipe['steps']):,} steps)")
     mark_runs(axes[1], runs2, "heads", "M")
 else:
     no_data(axes[0], "M2")
@@ -208,7 +209,8 @@ plotting.save(fig, figures, CLAIM, "head_size")
 # ## M5: a different context per example
 #
 # With one context per example the frozen-attention cap rises from H(n−1)+1 to H·d, and trained models memorize
-# more. Both experiments use the same T grid and training budget.
+# more. Both experiments use the same T grid and training budget (except M2's cells at T ≤ b, trained with the
+# authors' settings for M2.fit_at_bound; the counts M lie above b).
 
 # %%
 runs5 = per_run(tables["M5"], ["heads", "n", "d_head"])

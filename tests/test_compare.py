@@ -139,4 +139,13 @@ def test_a_reference_sums_the_jobs_cpu_time_not_their_wall_time(tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(header + f"{wall}\t0:01:37\t525\t1083\t429\t459\t1.27\t0.01\t76.57\t{cpu}\n")
     target = write_reference(results, tmp_path / "reference" / "smoke", figures=[])
-    assert json.loads((target / "provenance.json").read_text())["job_core_seconds"] == 85.5
+    provenance = json.loads((target / "provenance.json").read_text())
+    assert provenance["job_core_seconds"] == 85.5 and provenance["job_core_seconds_measure"] == "cpu_time"
+    # warm-started jobs (their work in a forked interpreter the benchmark does not see) count their wall time
+    target = write_reference(results, tmp_path / "reference" / "smoke", figures=[], job_time="s")
+    assert json.loads((target / "provenance.json").read_text())["job_core_seconds"] == 116.9
+    # a job that ended before the first sample (cpu_time NA) counts its wall time; an empty table counts nothing
+    (results / "benchmarks" / "c" / "E3.tsv").write_text(header + "2.5\t0:00:02\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\n")
+    (results / "benchmarks" / "c" / "E4.tsv").write_text("")
+    target = write_reference(results, tmp_path / "reference" / "smoke", figures=[])
+    assert json.loads((target / "provenance.json").read_text())["job_core_seconds"] == 88.0

@@ -297,6 +297,7 @@ def test_a_settled_failure_under_the_authors_recipe_counts():
     check = claim.check_fit_at_bound(authors, "M2")
     assert check.verdict == PARTIALLY and "withheld" not in check.measured
     assert check.reason.startswith("below the bound: heads=1") and "fitted 7 of 8" in check.reason
+    assert check.reason.endswith("(the authors' recipe, loss settled)")
     assert check.measured["passing_by_H"][1] == "0/2" and check.measured["passing_by_H"][2] == "4/4"
     moving = authors.copy()
     moving.loc[stuck, "loss_drop_last10"] = 0.3  # the failing runs' loss still falls in their last tenth
@@ -401,6 +402,33 @@ def test_grouping_does_not_change_a_seed_result():
     assert together[1]["seed"] == alone[0]["seed"] == 1
     assert together[1]["accuracy"] == pytest.approx(alone[0]["accuracy"], abs=1e-6)
     assert together[1]["fit_step"] == alone[0]["fit_step"]
+
+
+def test_a_cell_at_the_bound_trains_and_reports_its_recipe(monkeypatch):
+    """train_group hands the training loop the cell's recipe (the bound recipe at T ≤ b, the grid's above) with
+    its continuation cap, and the rows report it."""
+    from attncap.experiments.context import RunContext
+
+    seen = []
+    real = exp.train_batched
+
+    def spy(*args, **kwargs):
+        seen.append((args[3], kwargs["max_steps"]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(exp, "train_batched", spy)
+    spec = {**_smoke()["mha_memorization"]["M2"], "steps": 12, "lr": 0.01, "warmup_steps": 2, "continue_cap": 1.5,
+            "bound_recipe": {"steps": 30, "lr": 0.002, "warmup_steps": 3}, "saturation": {"threshold": 0.99, "bins": 5}}
+    ctx = RunContext(claim="mha_memorization", experiment="M2", seed=0, device="cpu", threads=1, tier="test")
+    b = tasks.capacity_bound(2, 4)
+    for T, (steps, lr, warmup, recipe) in ((b, (30, 0.002, 3, "authors")), (2 * b, (12, 0.01, 2, "grid"))):
+        rows = exp.train_group(spec, "M2", {"n": 4, "heads": 2, "d_head": 8, "T": T, "seeds": [0]}, ctx)
+        settings_, max_steps = seen[-1]
+        assert (settings_.steps, settings_.lr, settings_.warmup_steps) == (steps, lr, warmup)
+        assert max_steps == math.ceil(1.5 * steps)
+        row = rows[0]
+        assert (row["steps"], row["lr"], row["recipe"]) == (steps, lr, recipe)
+        assert row["continued_steps"] == max(0, row["steps_run"] - steps)
 
 
 def test_continue_cap_bounds_the_continuation():

@@ -32,6 +32,7 @@ rule reference:
         "results/logs/reference.log",
     shell:
         "python -m attncap.jobrun --log {log:q} -- python scripts/write_reference.py results {output:q} --figures {input.figures:q}"
+        + (" --job-time s" if config.get("warm_start") else "")
 
 
 rule compare:

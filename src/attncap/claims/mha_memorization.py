@@ -179,8 +179,9 @@ def check_fit_at_bound(table, exp: str) -> Check:
                 "passing_by_H": {int(h): f"{int(g.sum())}/{len(g)}" for h, g in by_h}}
     rule = (f"every run with T ≤ b judged alone (no seed means): all pass → reproduced, none → not reproduced, "
             f"some → partially; a true lower bound, so a pass by runs that could still improve stands; a failing "
-            f"run counts when it was trained with the authors' own settings (Adam 1e-3, 50k steps) and its loss "
-            f"settled, or else when the same model (H, n, d_h, seed) memorized no more labels elsewhere in the grid")
+            f"run counts when it was trained with the authors' own settings (the spec's bound_recipe, rows' recipe "
+            f"'authors') and its loss settled, or else when the same model (H, n, d_h, seed) memorized no more labels "
+            f"elsewhere in the grid")
     rival = RIVALS[f"{exp}.fit_at_bound"]
     # a failure under the authors' recipe is what their trained models do (judged by its learning certificate);
     # under another recipe a model that stores more labels elsewhere failed to optimize here
