@@ -606,7 +606,7 @@ RIVALS = {
     "M1.rank.lowrank": "full rank min(T, H·d) despite rank-r contexts",
     "M1.rank.affine": "min(T, H·r) (the affine offset adds no dimension)",
     "M1.residual": "the frozen-attention system is not solvable up to L (residual > 1e-10), or still solvable at L+1",
-    "M2.fit_at_bound": "capacity below the bound: runs with T ≤ b do not fit every label",
+    "M2.fit_at_bound": "trained models fall short of the bound: runs with T ≤ b do not fit every label",
     "M6.fit_at_bound": "capacity below the bound: regression runs with T ≤ b stay above 1e-3 relative MSE",
     "M2.linear_in_H": ("sublinear growth in H (M = a + s·√H), superlinear growth (log-log exponent above 1.2), or "
                        "linear with a slope below the bound's n − 1 per head"),
