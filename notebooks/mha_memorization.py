@@ -140,18 +140,16 @@ if len(m2):
     sns.lineplot(data=m2, x="T", y="accuracy", hue="heads", marker="o", palette="viridis", ax=axes[0], errorbar=("pi", 100))
     if "recipe" in m2 and (m2["recipe"] == "authors").any():
         # the cells at or below the bound train with the authors' own settings, not the grid's: ringed
-        authors = m2[m2["recipe"] == "authors"].groupby(["heads", "T"], as_index=False)["accuracy"].mean()
-        recipe = m2[m2["recipe"] == "authors"].iloc[0]
-        axes[0].scatter(authors["T"], authors["accuracy"], s=90, facecolors="none", edgecolors="black", linewidths=1.2,
-                        zorder=5, label=f"T ≤ b: the authors' recipe\n(Adam {recipe['lr']:g}, {int(recipe['steps']):,} steps)")
+        authors = m2[m2["recipe"] == "authors"]
+        ringed = authors.groupby(["heads", "T"], as_index=False)["accuracy"].mean()
+        axes[0].scatter(ringed["T"], ringed["accuracy"], s=90, facecolors="none", edgecolors="black", linewidths=1.2,
+                        zorder=5, label=f"T ≤ b: the authors' recipe\n(Adam {authors['lr'].iloc[0]:g}, "
+                                        f"{int(authors['steps'].iloc[0]):,} steps)")
     mark_runs(axes[1], runs2, "heads", "M")
 else:
     no_data(axes[0], "M2")
 plotting.label(axes[0], "M2: training accuracy vs dataset size", "examples T (log scale)", "best training accuracy",
-               legend_title="heads H", legend_loc="below")
-if axes[0].get_legend() is not None:  # three columns: six entries in two rows, as short as the right panel's legend
-    axes[0].legend(title="heads H", fontsize="small", title_fontsize="small", loc="upper center",
-                   bbox_to_anchor=(0.5, -0.2), ncol=3)
+               legend_title="heads H", legend_loc="below", legend_columns=3)  # two rows, as short as the right panel's
 log2_axis(axes[0])
 # the fits the verdict made (attncap.claims.mha_memorization.heads_law), drawn only when it decided
 check2 = verdict_of("M2.linear_in_H")

@@ -46,7 +46,7 @@ def save_table(frame, tables_dir: str | Path, claim: str, name: str) -> Path:
 
 
 def label(ax, title: str, xlabel: str, ylabel: str, *, logx: bool = False, logy: bool = False, legend_title=None,
-          legend_loc: str = "best"):
+          legend_loc: str = "best", legend_columns: int = 1):
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -57,5 +57,5 @@ def label(ax, title: str, xlabel: str, ylabel: str, *, logx: bool = False, logy:
     if ax.get_legend_handles_labels()[0]:
         # "below": under the axes, outside the data (savefig's tight bounding box keeps it in the file)
         where = dict(loc="upper center", bbox_to_anchor=(0.5, -0.2)) if legend_loc == "below" else dict(loc=legend_loc)
-        ax.legend(title=legend_title, fontsize="small", title_fontsize="small", **where)
+        ax.legend(title=legend_title, fontsize="small", title_fontsize="small", ncol=legend_columns, **where)
     return ax
