@@ -20,8 +20,8 @@ from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM
 from attncap.models.mixers import deltanet
 from attncap.claims import DIVERGED, LEARNED, UNDER_TRAINED
-from attncap.tasks.swap_state_tracking import (IGNORE, contents_after, encode, query_offset, sample, sample_swaps,
-                                               vocab_size)
+from attncap.tasks.swap_state_tracking import (IGNORE, contents_after, dependency_depth, encode, query_offset, sample,
+                                               sample_swaps, vocab_size)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,6 +43,40 @@ def test_contents_match_brute_force():
         a, b = sample_swaps(n, 20, 7, g)
         assert (a != b).all()
         assert torch.equal(contents_after(a, b, n), brute_force(a, b, n))
+
+
+def chain_by_lookup(a, b):
+    """Each target's chain followed back swap by swap (the last earlier swap that touched the box, then its other
+    box): its length, and the untouched box it ends in."""
+    depths, ends = [], []
+    for row_a, row_b in zip(a.tolist(), b.tolist()):
+        depths.append([]), ends.append([])
+        for t, box in enumerate(row_b):
+            depth, before = 0, t
+            while touches := [s for s in range(before) if box in (row_a[s], row_b[s])]:
+                s = touches[-1]
+                box, before, depth = row_a[s] if box == row_b[s] else row_b[s], s, depth + 1
+            depths[-1].append(depth), ends[-1].append(box)
+    return torch.tensor(depths), torch.tensor(ends)
+
+
+def test_dependency_depth_follows_the_chain_of_swaps():
+    g = torch.Generator().manual_seed(3)
+    for n in (3, 4, 6):
+        a, b = sample_swaps(n, 16, 9, g)
+        depth, end = chain_by_lookup(a, b)
+        assert torch.equal(dependency_depth(a, b, n), depth)
+        # the chain ends in an untouched box, whose object (its own index) is the target: the chain is the right one
+        assert torch.equal(end, encode(a, b, n).step_targets)
+    # two boxes: every swap touches both, so swap t depends on all t before it
+    a, b = sample_swaps(2, 12, 3, g)
+    assert torch.equal(dependency_depth(a, b, 2), torch.arange(12).expand(3, 12))
+    # closed form: the mean chain at swap t is 2t/n (each swap adds 2 to the boxes' summed chain lengths; b_t is uniform)
+    n, steps, batch = 5, 12, 20000
+    a, b = sample_swaps(n, steps, batch, g)
+    depth = dependency_depth(a, b, n).double()
+    error = (depth.mean(0) - 2 * torch.arange(steps) / n) / (depth.std(0).clamp(min=1e-9) / math.sqrt(batch))
+    assert error.abs().max() < 4.5
 
 
 def test_swaps_are_uniform_over_ordered_pairs():

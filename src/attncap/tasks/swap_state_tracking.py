@@ -62,6 +62,26 @@ def contents_after(a: torch.Tensor, b: torch.Tensor, n: int) -> torch.Tensor:
     return out
 
 
+def dependency_depth(a: torch.Tensor, b: torch.Tensor, n: int) -> torch.Tensor:
+    """(batch, steps): how many earlier swaps the target of each swap depends on in a chain.
+
+    The target of swap t is what box b_t held before it: if some earlier swap s last touched b_t, that is what
+    s's other box held before s, and so on back to an untouched box (whose object is its own index). The chain's
+    length is the number of lookups a model must compose; it falls as n grows, since each swap touches a smaller
+    share of the boxes. Each box carries the chain length of its content: a swap gives each of its two boxes one
+    more than the other box had.
+    """
+    batch, steps = a.shape
+    depth = torch.zeros(batch, n, dtype=torch.long)
+    out = torch.empty(batch, steps, dtype=torch.long)
+    rows = torch.arange(batch)
+    for t in range(steps):
+        at_a, at_b = depth[rows, a[:, t]], depth[rows, b[:, t]]
+        out[:, t] = at_b
+        depth[rows, a[:, t]], depth[rows, b[:, t]] = at_b + 1, at_a + 1
+    return out
+
+
 @dataclasses.dataclass
 class SwapBatch:
     tokens: torch.Tensor  # (batch, tokens_per_swap·steps [+1]) token ids
