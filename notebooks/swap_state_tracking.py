@@ -524,7 +524,7 @@ display(protocol.round(3))
 # (`dependency_depth`). A model has to compose that chain. Its mean length at swap t (counting from 0) is exactly
 # 2t/n: each swap adds 2 to the sum of the n boxes' chain lengths, and b_t is a uniform box. So at equal length
 # the chains are longer at small n, and the S_4/S_5 line is not the only thing that changes with n: a frontier
-# lower at n = 3 than at n = 5 (as at depth 4 above) need not contradict it. The table gives the mean chain
+# lower at n = 3 than at n = 5 need not contradict it. The table gives the mean chain
 # over the last quarter of the swaps (what the checks read): exact, and measured on 4096 random sequences with
 # its 95% interval (one mean per sequence). Beside them, the measured share of those targets whose chain is at
 # most 2 or 4 swaps long.
