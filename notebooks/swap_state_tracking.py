@@ -556,7 +556,7 @@ chain = pd.DataFrame(chain_rows)
 plotting.save_table(chain, tables_dir, CLAIM, "chain_depth")
 if len(chain):
     display(chain.pivot(index="n_objects", columns="T", values="mean_chain_exact").round(2)
-            .rename(columns=lambda t: f"mean chain, T = {t}"))
+            .rename(columns=lambda t: f"mean chain, T = {t}").rename_axis(columns=None))
     display(chain.round(3))
 
 # %% [markdown]
