@@ -530,28 +530,27 @@ display(protocol.round(3))
 # most 2 or 4 swaps long.
 
 # %%
+from attncap.experiments.swap_state_tracking import curriculum, last_quarter
 from attncap.tasks.swap_state_tracking import dependency_depth, sample_swaps
 
 trained = [f for f in (s1, s4) if len(f)]
 chain_n = sorted({int(n) for f in trained for n in f["n_objects"].unique()})
 chain_lengths = {int(t) for f in trained for t in f["T_train"].unique()}
-if len(s4):  # S4's curriculum lengths: curriculum_start doubled up to its T_train
-    length = int(s4["curriculum_start"].min())
-    while length <= int(s4["T_train"].max()):
-        chain_lengths.add(length)
-        length *= 2
+if len(s4):  # S4's curriculum lengths as it trains them
+    chain_lengths |= set(curriculum({"curriculum_start": int(s4["curriculum_start"].min()),
+                                     "T_train": int(s4["T_train"].max())}))
 chain_rows = []
 for L in sorted(chain_lengths):
-    last_quarter = np.arange(L - L // 4, L)
     for n in chain_n:
         a, b = sample_swaps(n, L, 4096, torch.Generator().manual_seed(1000 * n + L))  # the same draw in every run
-        depth = dependency_depth(a, b, n)[:, last_quarter].double()
-        per_sequence = depth.mean(1)
-        chain_rows.append({"T": L, "n_objects": n, "mean_chain_exact": float((2 * last_quarter / n).mean()),
+        depth = dependency_depth(a, b, n).double()
+        per_sequence = last_quarter(depth, L)  # the positions the checks' accuracy reads
+        chain_rows.append({"T": L, "n_objects": n,
+                           "mean_chain_exact": float(last_quarter(2 * torch.arange(L, dtype=torch.float64) / n, L)),
                            "mean_chain_measured": float(per_sequence.mean()),
                            "ci95": 1.96 * float(per_sequence.std()) / np.sqrt(len(per_sequence)),
-                           "share_le_2": float((depth <= 2).double().mean()),
-                           "share_le_4": float((depth <= 4).double().mean())})
+                           "share_le_2": float(last_quarter((depth <= 2).double(), L).mean()),
+                           "share_le_4": float(last_quarter((depth <= 4).double(), L).mean())})
 chain = pd.DataFrame(chain_rows)
 plotting.save_table(chain, tables_dir, CLAIM, "chain_depth")
 if len(chain):
