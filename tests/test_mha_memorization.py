@@ -615,6 +615,28 @@ def test_nonshared_falsified(seed):
     assert claim.check_nonshared(shared, _noisy(lambda h: 10 * h, seed + 10, grid=GRID)).verdict == NOT_REPRODUCED
 
 
+def test_count_laws_refuse_counts_censored_by_the_grid():
+    """A count that fitted every T of its grid is only a lower bound: censored counts sit at the grid's top and
+    read as flat or equal. Drawn from each law's rival and cut by a short grid (T ≤ 256), none may pass."""
+    short = (16, 32, 64, 128, 256)
+    frames = []
+    for dh in (1, 2, 4, 8, 12, 16, 32):  # M4's rival: M keeps growing with d_h (30·d_h), capped at 256
+        frame = _noisy(lambda h, dh=dh: 30 * dh, 100 + dh, heads=(4,), grid=short)
+        frame["d_head"] = dh
+        frames.append(frame)
+    growing = pd.concat(frames, ignore_index=True)
+    for check in (claim.check_head_size_plateau(growing), claim.check_head_size_gain(growing)):
+        assert check.verdict == INCONCLUSIVE and "censored" in check.reason, (check.id, check.verdict)
+    # M3's rival: M falls with n (2000 → 250), every count above the grid's top
+    falling = pd.concat([_noisy(lambda h, n=n: 4000 / n, n, heads=(4,), n=n, grid=short) for n in (2, 4, 8, 16)],
+                        ignore_index=True)
+    check = claim.check_monotone_n(falling)
+    assert check.verdict == INCONCLUSIVE and "censored" in check.reason
+    # M5's rival: one shared context memorizes more, both arms above the grid's top
+    check = claim.check_nonshared(_noisy(lambda h: 2000 * h, 1, grid=short), _noisy(lambda h: 1000 * h, 2, grid=short))
+    assert check.verdict == INCONCLUSIVE and "censored" in check.reason
+
+
 def test_saturation_is_a_sanity_check_decided_over_runs():
     rng = np.random.default_rng(0)
     table = _noisy(lambda h: 20 * h, grid=GRID)

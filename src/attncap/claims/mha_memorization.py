@@ -309,6 +309,18 @@ MONOTONE_MARGIN = 0.05
 """A fall of M between consecutive context sizes counts only beyond this fraction of the smaller-n count."""
 
 
+def withhold_censored(check: Check, runs: pd.DataFrame, what: str) -> Check:
+    """Withhold a count law that reads a censored count (`memorization`: every T of the grid fitted, so M is only
+    a lower bound of the capacity). Censored counts all sit at the grid's top, so they read as flat or equal and
+    would hand a plateau, a non-fall or a tie to whichever side the grid's end favours; M2.linear_in_H does the same."""
+    censored = runs[runs["censored"]] if "censored" in runs else runs.iloc[:0]
+    if len(censored):
+        check.verdict = INCONCLUSIVE
+        check.reason = not_resolved_reason("counts censored by the T grid",
+                                           f"{len(censored)} runs of {what} fitted every T of their grid; extend the T grid")
+    return check
+
+
 def _step_outcome(diff, margin: float) -> str:
     """Is a − b ≥ −margin (holds), < −margin (rival), or is the interval across −margin (not resolved)?"""
     return CLAIMED if diff.low > -margin else RIVAL if diff.high < -margin else NOT_RESOLVED
@@ -341,6 +353,7 @@ def check_monotone_n(m3, slack: float = MONOTONE_MARGIN) -> Check:
     if check.verdict == INCONCLUSIVE:
         check.reason = not_resolved_reason("the change of M lies inside the seed spread", "n steps " + ", ".join(
             k for k, v in outcomes.items() if v == NOT_RESOLVED))
+    withhold_censored(check, runs, "M3")
     return _gated(check, (m3, ["n", "heads"]), decide=lambda f: check_monotone_n(f, slack))
 
 
@@ -394,6 +407,7 @@ def check_head_size_gain(m4) -> Check:
     check = Check("M4.gain", statement, source, measured, expected, tolerance, tally({"gain": outcome}), rival=rival)
     if check.verdict == INCONCLUSIVE:
         check.reason = not_resolved_reason("the gain lies inside the seed spread", f"interval {diff.low:.3g}..{diff.high:.3g}")
+    withhold_censored(check, runs[runs["d_head"].isin([1, n])], f"d_h = 1 or d_h = {n}")
     return _gated(check, (m4, ["d_head", "n", "heads"]), decide=check_head_size_gain)
 
 
@@ -427,6 +441,7 @@ def check_head_size_plateau(m4, tolerance: float = PLATEAU) -> Check:
     if check.verdict == INCONCLUSIVE:
         check.reason = not_resolved_reason("flat vs growing in d_h beyond n",
                                            f"exponent {exponent.slope:.2f} in [{exponent.low:.2f}, {exponent.high:.2f}]")
+    withhold_censored(check, plateau, f"d_h ≥ {n}")
     return _gated(check, (m4, ["d_head", "n", "heads"]), decide=lambda f: check_head_size_plateau(f, tolerance))
 
 
@@ -463,6 +478,8 @@ def check_nonshared(m2, m5) -> Check:
     if check.verdict == INCONCLUSIVE:
         check.reason = not_resolved_reason("the difference lies inside the seed spread",
                                            "H = " + ", ".join(str(h) for h, v in outcomes.items() if v == NOT_RESOLVED))
+    withhold_censored(check, pd.concat([shared_runs[shared_runs["heads"].isin(common)],
+                                        other_runs[other_runs["heads"].isin(common)]]), "M2 or M5")
     return _gated(check, (m2[m2["heads"].isin(common)], ["heads"]), (m5[m5["heads"].isin(common)], ["heads"]))
 
 
