@@ -258,6 +258,19 @@ def heads_law(m2) -> dict:
             "loglog": exponent_interval(heads, M, log=True)}
 
 
+def withhold_censored(check: Check, runs: pd.DataFrame, what: str = "", remedy: str = "extend the T grid") -> Check:
+    """Withhold a count law that reads a censored count (`memorization`: every T of the grid fitted, so M is only
+    a lower bound of the capacity). Censored counts all sit at the grid's top, so they read as flat or equal and
+    would hand a plateau, a non-fall, a tie or a line in H to whichever side the grid's end favours."""
+    censored = runs[runs["censored"]] if "censored" in runs else runs.iloc[:0]
+    if len(censored):
+        check.verdict = INCONCLUSIVE
+        check.reason = not_resolved_reason("counts censored by the T grid",
+                                           f"{len(censored)} runs{f' of {what}' if what else ''} fitted every T of their "
+                                           f"grid; {remedy}")
+    return check
+
+
 def check_linear_in_heads(m2) -> Check:
     statement = ("Memorization M grows linearly with the number of heads H, by at least the bound's n−1 per head "
                  "(Ω(H·n); the paper's Fig. 2(a) shows a line, R² ≥ 0.98)")
@@ -293,13 +306,10 @@ def check_linear_in_heads(m2) -> Check:
                 "argmax_at_top_T_by_H": {int(h): f"{int((g['T_argmax'] == g['T_max']).sum())}/{len(g)}"
                                          for h, g in runs.groupby("heads")}}
     check = Check("M2.linear_in_H", statement, source, measured, expected, tolerance, tally(outcomes), rival=rival)
-    if runs["censored"].any():
-        check.verdict = INCONCLUSIVE
-        check.reason = not_resolved_reason("counts censored by the T grid", f"{int(runs['censored'].sum())} runs "
-                                           "fitted every T of their grid; extend T_max_per_head")
-    elif check.verdict == INCONCLUSIVE:
+    if check.verdict == INCONCLUSIVE:
         check.reason = not_resolved_reason("linear vs sublinear growth in H", "; ".join(
             f"{k}: {v}" for k, v in outcomes.items() if v == NOT_RESOLVED) + f" ({shape.describe()})")
+    withhold_censored(check, runs, remedy="extend T_max_per_head")
     return _gated(check, (m2, ["heads", "n"]), decide=check_linear_in_heads)
 
 
@@ -307,18 +317,6 @@ def check_linear_in_heads(m2) -> Check:
 
 MONOTONE_MARGIN = 0.05
 """A fall of M between consecutive context sizes counts only beyond this fraction of the smaller-n count."""
-
-
-def withhold_censored(check: Check, runs: pd.DataFrame, what: str) -> Check:
-    """Withhold a count law that reads a censored count (`memorization`: every T of the grid fitted, so M is only
-    a lower bound of the capacity). Censored counts all sit at the grid's top, so they read as flat or equal and
-    would hand a plateau, a non-fall or a tie to whichever side the grid's end favours; M2.linear_in_H does the same."""
-    censored = runs[runs["censored"]] if "censored" in runs else runs.iloc[:0]
-    if len(censored):
-        check.verdict = INCONCLUSIVE
-        check.reason = not_resolved_reason("counts censored by the T grid",
-                                           f"{len(censored)} runs of {what} fitted every T of their grid; extend the T grid")
-    return check
 
 
 def _step_outcome(diff, margin: float) -> str:
