@@ -182,6 +182,29 @@ def test_exponential_growth_on_the_default_tier_numbers():
     assert rc.growth_law(d, d.astype(float) ** 3).preferred == "rival"
 
 
+def test_exponential_growth_is_decided_over_the_search_intervals():
+    """A capacity known only to a wide interval can hide the rival: the default tier's d = 24, ε = 0.1 search
+    bracketed N* = 310 125 by [16 369, 340 733], where the exponential law's Akaike weight ranges down to 0.87."""
+    d = np.arange(4, 25, 2)
+    n_star = np.array([1, 2, 8, 34, 139, 535, 1981, 7130, 25707, 90561, 310125], dtype=float)
+    n_lo, n_hi = n_star * 0.98, n_star * 1.02
+    assert rc.growth_weight_range(d, n_lo, n_hi)[0] >= 0.95  # narrow intervals: the point estimates' decision holds
+    n_lo[-1] = 16369
+    low, high = rc.growth_weight_range(d, n_lo, n_hi)
+    assert low < 0.95 <= high
+    table = pd.DataFrame({"kind": "capacity", "d": d, "beta_name": "d", "epsilon": 0.1, "n_star": n_star,
+                          "n_lo": n_lo, "n_hi": n_hi, "censored": False})
+    check = rc.exponential_vs_linear(table, e1_table())
+    assert check.verdict == INCONCLUSIVE and "ranges over" in check.reason
+    assert check.measured["softmax eps=0.1"]["preferred"] == "claimed"  # the point estimates alone would pass
+    table["n_lo"] = n_star * 0.98
+    assert rc.exponential_vs_linear(table, e1_table()).verdict == REPRODUCED
+    # the rival (N* = d³) with intervals of the same width is refused as before
+    cubic = d.astype(float) ** 3
+    rival = table.assign(n_star=cubic, n_lo=cubic * 0.98, n_hi=cubic * 1.02)
+    assert rc.exponential_vs_linear(rival, e1_table()).measured["softmax eps=0.1"]["preferred_over_intervals"] == "rival"
+
+
 def test_too_few_points_is_not_resolved():
     table = e3_table()
     few = table[(table["kind"] != "capacity") | table["d"].isin([8, 12, 16])]

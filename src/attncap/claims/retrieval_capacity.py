@@ -207,18 +207,39 @@ def growth_law(d, n_star, *, claimed: str = EXPONENTIAL) -> LawComparison:
     return compare_laws(y, polynomial, exponential, claimed=POLYNOMIAL, rival=EXPONENTIAL)
 
 
+def growth_weight_range(d, n_lo, n_hi, *, claimed: str = EXPONENTIAL) -> tuple[float, float]:
+    """The least and greatest Akaike weight of `claimed` in `growth_law` over every capacity vector inside the
+    intervals [n_lo, n_hi]: the comparison at the searches' own precision (`weight_range`)."""
+    d = np.asarray(d, dtype=float)
+    designs = (with_intercept(d), with_intercept(np.log(d)))
+    designs = designs if claimed == EXPONENTIAL else designs[::-1]
+    return weight_range(np.log(np.asarray(n_lo, dtype=float)), np.log(np.asarray(n_hi, dtype=float)), *designs)
+
+
+def _softmax_capacities(e3: pd.DataFrame) -> pd.DataFrame:
+    return e3[(e3["kind"] == "capacity") & (e3["beta_name"] == "d") & ~e3["censored"].astype(bool)]
+
+
 def softmax_growth_fits(e3: pd.DataFrame) -> dict[float, LawComparison]:
-    """Per ε: exponential vs polynomial growth of N* in d at β = d on the uncensored capacities (what the
-    verdict `exponential_vs_linear` decides; the exponential fit is `params_claimed` = (log a, rate),
-    which the capacity figure extrapolates only where the comparison chose it)."""
-    cap = e3[(e3["kind"] == "capacity") & (e3["beta_name"] == "d") & ~e3["censored"].astype(bool)]
-    return {float(eps): growth_law(g["d"], g["n_star"]) for eps, g in cap.groupby("epsilon")}
+    """Per ε: exponential vs polynomial growth of N* in d at β = d on the uncensored capacities' point
+    estimates (the exponential fit is `params_claimed` = (log a, rate), which the capacity figure extrapolates
+    only where the comparison chose it; `exponential_vs_linear` decides over the intervals as well)."""
+    return {float(eps): growth_law(g["d"], g["n_star"]) for eps, g in _softmax_capacities(e3).groupby("epsilon")}
 
 
 def linear_growth_fits(e1: pd.DataFrame) -> dict[float, LawComparison]:
     """Per ε: polynomial (claimed) vs exponential growth of the measured linear capacity in d."""
     cap = e1[e1["kind"] == "capacity"]
     return {float(eps): growth_law(g["d"], g["n"], claimed=POLYNOMIAL) for eps, g in cap.groupby("epsilon")}
+
+
+def _growth_ranges(e3: pd.DataFrame, e1: pd.DataFrame) -> dict[str, tuple[float, float]]:
+    """`growth_weight_range` per mechanism and ε, keyed as `exponential_vs_linear`'s laws."""
+    ranges = {f"softmax eps={float(eps)}": growth_weight_range(g["d"], *interval(g))
+              for eps, g in _softmax_capacities(e3).groupby("epsilon")}
+    cap = e1[e1["kind"] == "capacity"]
+    return ranges | {f"linear eps={float(eps)}": growth_weight_range(g["d"], *interval(g, "n"), claimed=POLYNOMIAL)
+                     for eps, g in cap.groupby("epsilon")}
 
 
 LOG_SQUARED, LOG_LINEAR = "d* linear in (ln N)²", "d* linear in ln N"
@@ -255,25 +276,38 @@ def _law_measured(law: LawComparison) -> dict:
     return law.measured() | params
 
 
+def _over_intervals(law: LawComparison, weights: tuple[float, float]) -> str:
+    if law.preferred == NOT_RESOLVED or not np.isfinite(weights).all():
+        return ""
+    return (f" at the point estimates, but the Akaike weight of the claimed law ranges over "
+            f"[{weights[0]:.3g}, {weights[1]:.3g}] for capacities inside their intervals")
+
+
 def exponential_vs_linear(e3: pd.DataFrame | None, e1: pd.DataFrame | None) -> Check:
     statement = "Softmax N* grows exponentially in d (β = d); linear N* grows polynomially (linearly: linear_capacity)"
     expected = ("softmax (β = d, each ε): log N* linear in d (exponential) beats log N* linear in log d; linear "
                 "(each ε): log N* linear in log d (polynomial) beats log N* linear in d")
     rival = "softmax capacity grows polynomially in d (log N* linear in log d); linear capacity grows exponentially"
-    tolerance = (f"per ε and mechanism, on the uncensored capacities: {LAW_RULE}; all claimed → reproduced, a rival "
-                 "→ partially (not reproduced if none is claimed), any not resolved → inconclusive")
+    tolerance = (f"per ε and mechanism, on the uncensored capacities: {LAW_RULE}, and only when the decision holds "
+                 "for every capacity vector inside the searches' intervals [n_lo, n_hi] (the least and greatest "
+                 "Akaike weight over them); all claimed → reproduced, a rival → partially (not reproduced if none "
+                 "is claimed), any not resolved → inconclusive")
     if e3 is None or e1 is None or "n_star" not in e3 or "theory_capacity" not in e1:
         return _missing("exponential_vs_linear", statement, BLOG, expected, tolerance, rival)
     laws = {f"softmax eps={eps}": law for eps, law in softmax_growth_fits(e3).items()}
     laws |= {f"linear eps={eps}": law for eps, law in linear_growth_fits(e1).items()}
-    outcomes = {k: law.preferred for k, law in laws.items()}
-    measured = {k: _law_measured(law) for k, law in laws.items()}
+    ranges = _growth_ranges(e3, e1)
+    outcomes = {k: preferred_by_weight(*ranges[k]) if law.preferred != NOT_RESOLVED else law.preferred
+                for k, law in laws.items()}
+    measured = {k: _law_measured(law) | {"akaike_weight_claimed_over_intervals": [round(w, 6) for w in ranges[k]],
+                                          "preferred_over_intervals": outcomes[k]} for k, law in laws.items()}
     verdict = tally(outcomes)
     if not any(k.startswith("softmax") for k in laws) or not any(k.startswith("linear") for k in laws):
         verdict = INCONCLUSIVE
     check = Check("exponential_vs_linear", statement, BLOG, measured, expected, tolerance, verdict, rival=rival)
     if verdict == INCONCLUSIVE:
-        detail = "; ".join(f"{k}: {_describe(laws[k])}" for k in unresolved(outcomes)) or "a mechanism has no capacities"
+        detail = "; ".join(f"{k}: {_describe(laws[k])}" + _over_intervals(laws[k], ranges[k])
+                           for k in unresolved(outcomes)) or "a mechanism has no capacities"
         check.reason = not_resolved_reason("exponential vs polynomial growth", detail)
     return check
 
