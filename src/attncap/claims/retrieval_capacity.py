@@ -657,9 +657,11 @@ def _gated(check: Check, outcomes: dict[str, str], withheld: Certificate, what: 
     `outcomes`; their pass stands with the reason saying so (`gate(..., stands=REPRODUCED)`).
 
     Each item holds its own comparison (a run, a series, a cell with both arms), so when every certified item
-    is claimed and the withheld ones failed only softly (under-trained, still moving), the verdict stands on
-    the certified items and the reason names the ones withheld: the gate withholds only the part that depends
-    on an uncertified run, as `gate_certified_part` does for whole configurations in claims 2 and 3."""
+    is claimed and the withheld ones are only still improving at the step limit, the verdict stands on the
+    certified items and the reason names the ones withheld: the gate withholds only the part that depends on
+    an uncertified run, as `gate_certified_part` does for whole configurations in claims 2 and 3. A run settled
+    at chance with no positive control (`chance_certificate`) withholds the whole check instead: it is what the
+    rival (a capacity limit at that cell) would also leave, so a pass decided beside it is no evidence."""
     check.verdict = tally(outcomes, every=every)
     check.precondition = PRECONDITION
     if check.verdict in (NOT_REPRODUCED, PARTIALLY):
@@ -667,7 +669,7 @@ def _gated(check: Check, outcomes: dict[str, str], withheld: Certificate, what: 
             check.measured = dict(check.measured, withheld=withheld.text)
         return check
     if not withheld.ok:
-        if check.verdict == REPRODUCED and withheld.soft:
+        if check.verdict == REPRODUCED and withheld.soft and UNDER_TRAINED not in withheld.kinds:
             held = withheld.merged()
             check.reason = f"decided on the {len(outcomes)} items whose runs are certified; withheld: {held.text}"
             if passing is not None and not passing.ok:
