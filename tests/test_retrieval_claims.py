@@ -404,6 +404,15 @@ def test_a_run_at_chance_without_a_positive_control_is_withheld_not_counted():
     assert "in each of 4 draws" in rc.trained_recall(table)[0].reason
 
 
+def test_a_withheld_trend_check_also_names_certified_series_that_are_not_resolved():
+    # flat along kv at d = 64 (not resolved however many seeds), and one run at d = 16 still improving at the cap
+    table = e5_table(seeds=SEEDS, sd=0.02, linear=lambda d, kv: 0.6 if d == 64 else min(0.95, 0.9 * d / 64 - 0.03 * kv + 0.3))
+    table.loc[_cell(table, "linear_elu", 16, 4) & (table["seed"] == 1), "stop_reason"] = "max_steps"
+    trend = rc.trained_recall(table)[1]
+    assert trend.verdict == INCONCLUSIVE and "still improving" in trend.reason
+    assert "not resolved among the certified items either: linear_elu d=64 along kv" in trend.reason
+
+
 @pytest.mark.parametrize("mixer", ["softmax", "linear_elu"])
 def test_diverged_runs_withhold_only_what_depends_on_them(mixer):
     table = e5_table(seeds=SEEDS, sd=0.05)

@@ -676,7 +676,10 @@ def _gated(check: Check, outcomes: dict[str, str], withheld: Certificate, what: 
                 check.reason += f"; passes although {passing.merged().text}"
             check.measured = dict(check.measured, withheld=held.text)
             return check
-        return gate(check, PRECONDITION, withheld)
+        gate(check, PRECONDITION, withheld)
+        if unresolved(outcomes):  # the certified items would not decide it either: say so beside the withheld runs
+            check.reason += f"; not resolved among the certified items either: {listing(unresolved(outcomes))}"
+        return check
     if check.verdict == INCONCLUSIVE:
         check.reason = not_resolved_reason(what, detail or "no certified cells")
     elif passing is not None and not passing.ok:
