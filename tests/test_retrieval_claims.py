@@ -404,6 +404,21 @@ def test_a_run_at_chance_without_a_positive_control_is_withheld_not_counted():
     assert "in each of 4 draws" in rc.trained_recall(table)[0].reason
 
 
+def test_the_gap_rival_side_holds_its_error_rate_over_the_mixers():
+    """Two linear mixers exactly GAP below softmax (the boundary of the rival): 'not reproduced', decided when
+    either mixer's interval falls below GAP, must come out in ≤ 2.5% of seed draws, family-wise (measured: 2.2%
+    of 1000; 3.7% with each mixer read at 95% alone, which this test refuses)."""
+    rejected = 0
+    for seed in range(1000):
+        table = e5_table(seeds=SEEDS, sd=0.05, seed=seed, linear_at_hard=0.97 - rc.GAP)
+        twin = table[table["mixer"] == "linear_elu"].assign(mixer="linear_identity")
+        twin["accuracy"] = 0.97 - rc.GAP + 0.05 * np.random.default_rng(seed + 1000).standard_normal(len(twin))
+        table = pd.concat([table, twin], ignore_index=True)
+        arm = table[table["short_conv"] == 4]
+        rejected += rc.linear_gap(arm, "with conv", "test").verdict == NOT_REPRODUCED
+    assert rejected / 1000 <= 0.03  # 0.025 plus about one binomial SD of the estimate
+
+
 def test_a_withheld_trend_check_also_names_certified_series_that_are_not_resolved():
     # flat along kv at d = 64 (not resolved however many seeds), and one run at d = 16 still improving at the cap
     table = e5_table(seeds=SEEDS, sd=0.02, linear=lambda d, kv: 0.6 if d == 64 else min(0.95, 0.9 * d / 64 - 0.03 * kv + 0.3))
