@@ -160,9 +160,9 @@ def slope_law(d, exponent=2.5):
     return 2e-4 * d**exponent * 5**(2.5 - exponent)  # per-head accuracy slope; equal at d = 5 for any exponent
 
 
-def linear_a1(slope=slope_law, sd=0.0, rng=0, dims=DIMS):
+def linear_a1(slope=slope_law, sd=0.0, rng=0, dims=DIMS, seeds=3):
     """Intercept 0.07: the published A1 lines (d = 6 / 8 / 10) meet H = 0 at 0.07–0.09."""
-    return runs("A1", [(d, d, h, 0.07 + slope(d) * h) for d in dims for h in HEADS], sd=sd, rng=rng)
+    return runs("A1", [(d, d, h, 0.07 + slope(d) * h) for d in dims for h in HEADS], sd=sd, rng=rng, seeds=seeds)
 
 
 def sqrt_a1(sd=SD_A1, rng=0):
@@ -184,10 +184,10 @@ def square_a1(sd=SD_A1, rng=0):
     return runs("A1", rows, sd=sd, rng=rng)
 
 
-def gain_a1(per_head, sd=SD_A1, rng=0):
+def gain_a1(per_head, sd=SD_A1, rng=0, seeds=3):
     """A1 whose heads add `per_head(d_h)` associations each (X = d + per_head·H)."""
     return runs("A1", [(d, d, h, float(accuracy_bound(d + per_head(d) * h, 50))) for d in DIMS for h in HEADS],
-                sd=sd, rng=rng)
+                sd=sd, rng=rng, seeds=seeds)
 
 
 def a2_table(law, sd=SD_A1, rng=0):
@@ -249,9 +249,12 @@ def test_slope_exponent_beats_the_linear_gain(rng):
 @pytest.mark.parametrize("rng", RNGS)
 def test_above_bound(rng):
     assert verdict(claim.above_bound, linear_a1(sd=SD_A1, rng=rng)) == REPRODUCED
-    below = gain_a1(lambda dh: 0.5 * dh, rng=rng)  # X = d + 0.5·d_h·H < H·d_h + d
+    # X = d + 0.25·d_h·H < H·d_h + d. 'Violated' is read family-wise over every interval (Bonferroni, 2 per
+    # configuration), which 3 seeds (t with 2 degrees of freedom) often cannot resolve and 6 (the default tier's) do
+    below = gain_a1(lambda dh: 0.25 * dh, rng=rng, seeds=6)
     assert verdict(claim.above_bound, below) == NOT_REPRODUCED
-    mixed = pd.concat([linear_a1(sd=SD_A1, rng=rng), below.assign(d=below["d"] + 10, d_head=below["d_head"] + 10)])
+    mixed = pd.concat([linear_a1(sd=SD_A1, rng=rng, seeds=6),
+                       below.assign(d=below["d"] + 10, d_head=below["d_head"] + 10)])
     assert verdict(claim.above_bound, mixed) == PARTIALLY  # the cells of `below` are below or not resolved
     assert claim.above_bound(None).verdict == INCONCLUSIVE
 
@@ -290,6 +293,15 @@ def test_d2_checks(rng):
     at_bound_slope = a6_table(lambda h: 2 * h + 12, rng=rng)  # above the bound, but gains only d_h per head
     assert claim.d2_bound(at_bound_slope).verdict == REPRODUCED
     assert claim.d2_slope(at_bound_slope).verdict == NOT_REPRODUCED
+
+
+def test_d2_bound_rival_side_errs_at_most_its_rate_over_the_h_values():
+    """Accuracy exactly at φ(2H + 2) at all 6 H: 'violated' (any one H below) must come out in ≤ 2.5% of draws,
+    family-wise (measured 2.0% of 400; 9.8% with each H read at 95% alone, which this test refuses)."""
+    draws = 400
+    violated = sum(claim.d2_bound(a6_table(lambda h: 2 * h + 2, rng=seed)).verdict == NOT_REPRODUCED
+                   for seed in range(draws))
+    assert violated / draws <= 0.035  # 0.025 plus about one binomial SD of the estimate
 
 
 # A law just outside a claimed range (by about one interval half-width at the default tier's noise) puts the point
