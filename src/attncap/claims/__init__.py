@@ -275,7 +275,7 @@ def certify(frame, label: Sequence[str], *, accuracy: str | None = "train_accura
         if loss_drop is not None and not (saturated is not None and acc >= saturated):
             drop, fraction = float(row[loss_drop]), float(row[lr_fraction])
             if still_moving(drop, fraction):
-                rate = f"{abs(drop) / fraction:.0%}" if fraction >= MIN_LR_FRACTION and math.isfinite(drop) else "n/a"
+                rate = f"{abs(drop) / fraction:.1%}" if fraction >= MIN_LR_FRACTION and math.isfinite(drop) else "n/a"
                 way = "rose" if drop < 0 else "fell"
                 failures[STILL_MOVING].append(
                     (name, f"{name} (loss {way} {abs(drop):.1%} at {fraction:.0%} of the peak rate: {rate} per unit rate)"))
