@@ -361,12 +361,13 @@ def table(spec, seeds=THREE, rng=0, *, stop_reason="plateau", steps=3000, t_trai
     return pd.DataFrame(rows)
 
 
-def paper_like(seeds=THREE, rng=0):
+def paper_like(seeds=THREE, rng=0, solved_stop="followed"):
     """What the paper predicts: Transformer learns T_train everywhere, length-generalizes at n ≤ 4 only;
-    DeltaFormer and DeltaNet(0,2) generalize everywhere."""
+    DeltaFormer and DeltaNet(0,2) generalize everywhere. The runs were followed beyond T_train until their
+    4·T_train accuracy settled (S1's `follow_multiplier`), unless `solved_stop` says otherwise."""
     return table({**generalizes("deltaformer_linear"), **generalizes("deltanet_02"),
                   **cells("softmax", lambda n: SOLVED if n <= 4 else chance(n),
-                          lambda n: SOLVED if n <= 4 else chance(n))}, seeds, rng)
+                          lambda n: SOLVED if n <= 4 else chance(n))}, seeds, rng, solved_stop=solved_stop)
 
 
 def control_table(acc=1.0, stop_reason="solved", steps=3000, seeds=1):
@@ -438,17 +439,18 @@ def test_main_falsification():
     for r in range(10):
         assert claim.main_claim(paper_like(rng=r)).verdict == REPRODUCED
         assert claim.main_claim(table({**generalizes("deltaformer_linear"), **transformer_learns(lambda n: SOLVED)},
-                                      rng=r)).verdict == NOT_REPRODUCED
+                                      rng=r, solved_stop="followed")).verdict == NOT_REPRODUCED
         assert claim.main_claim(table({**cells("deltaformer_linear", chance, chance),
-                                       **transformer_learns(chance)}, rng=r)).verdict == NOT_REPRODUCED
+                                       **transformer_learns(chance)}, rng=r, solved_stop="followed")).verdict == \
+            NOT_REPRODUCED
     # both length-bound alike (seed SD 0.15–0.21): resolved in about half the draws, never reproduced
     same = collections.Counter(claim.main_claim(table({**length_bound("deltaformer_linear"), **length_bound("softmax")},
-                                                      rng=r)).verdict for r in range(20))
+                                                      rng=r, solved_stop="followed")).verdict for r in range(20))
     assert same[REPRODUCED] == 0 and same[NOT_REPRODUCED] >= 5
     # the default layout: the law still reads reproduced (large gaps at low noise), the rival never does
     assert claim.main_claim(paper_like(DEFAULT_SEEDS)).verdict == REPRODUCED
     assert claim.main_claim(table({**cells("deltaformer_linear", chance, chance), **transformer_learns(chance)},
-                                  DEFAULT_SEEDS)).verdict == NOT_REPRODUCED
+                                  DEFAULT_SEEDS, solved_stop="followed")).verdict == NOT_REPRODUCED
 
 
 def test_main_withholds_only_the_transformer_comparison():
@@ -470,16 +472,19 @@ def test_boundary_falsification():
     learned T_train)."""
     for r in range(10):
         assert claim.boundary(paper_like(rng=r)).verdict == REPRODUCED
-        assert claim.boundary(table(transformer_learns(lambda n: SOLVED), rng=r)).verdict == NOT_REPRODUCED
-        assert claim.boundary(table(transformer_learns(chance), rng=r)).verdict == NOT_REPRODUCED
+        assert claim.boundary(table(transformer_learns(lambda n: SOLVED), rng=r, solved_stop="followed")).verdict == \
+            NOT_REPRODUCED
+        assert claim.boundary(table(transformer_learns(chance), rng=r, solved_stop="followed")).verdict == \
+            NOT_REPRODUCED
     # a smooth decline whose drop (≈ 0.1) sits inside the seed spread is not resolved, never reproduced
     smooth = cells("softmax", lambda n: (DEFAULT_2T[n], MID_2T), lambda n: ({3: .8, 4: .7, 5: .6, 8: .4}[n], MID_4T))
-    assert all(claim.boundary(table(smooth, rng=r)).verdict != REPRODUCED for r in range(10))
+    assert all(claim.boundary(table(smooth, rng=r, solved_stop="followed")).verdict != REPRODUCED for r in range(10))
 
 
 def test_boundary_is_not_fooled_by_falling_chance():
     spec = {**transformer_learns(chance), ("softmax", 2): {1: LEARNED_CELL, 2: (0.5, EDGE), 4: (0.5, EDGE)}}
-    assert claim.boundary(table(spec, {**THREE, 2: 3})).verdict == NOT_REPRODUCED  # 1/2 − 1/5 raw, 0 above chance
+    frame = table(spec, {**THREE, 2: 3}, solved_stop="followed")
+    assert claim.boundary(frame).verdict == NOT_REPRODUCED  # 1/2 − 1/5 raw, 0 above chance
 
 
 def test_published_transformer_falsification():
@@ -488,11 +493,63 @@ def test_published_transformer_falsification():
     for r in range(10):
         result = claim.published_transformer(paper_like(rng=r))
         assert result.verdict == REPRODUCED and result.measured["transformer_largest_n"] == 4
-        assert claim.published_transformer(table(transformer_learns(lambda n: SOLVED), rng=r)).verdict == NOT_REPRODUCED
+        assert claim.published_transformer(table(transformer_learns(lambda n: SOLVED), rng=r,
+                                                 solved_stop="followed")).verdict == NOT_REPRODUCED
     # a Transformer at chance at T_train fails at 4T whatever it could do: withheld, equal budget named
     at_chance = table(cells("softmax", chance, chance, at_1t=chance))
     result = claim.published_transformer(at_chance)
     assert result.verdict == INCONCLUSIVE and "would be 'reproduced'" in result.reason
+
+
+def _followed_or_solved(frame, solved_stop, mixers=("deltaformer_linear", "softmax")):
+    """`frame` with the runs of `mixers` that were followed beyond T_train stopped `solved_stop` instead."""
+    frame = frame.copy()
+    frame.loc[frame["mixer"].isin(mixers) & (frame["stop_reason"] == "followed"), "stop_reason"] = solved_stop
+    return frame
+
+
+@pytest.mark.parametrize("check, rival, law", [(claim.main_claim, NOT_REPRODUCED, REPRODUCED),
+                                               (claim.published_transformer, REPRODUCED, REPRODUCED),
+                                               (claim.boundary, NOT_REPRODUCED, REPRODUCED)])
+def test_comparisons_count_only_runs_followed_beyond_t_train(check, rival, law):
+    """The comparisons (main, published_transformer, boundary) count a cell beyond T_train only on runs whose
+    accuracy there settled, as the length checks do: the same tables decide as before with the runs followed
+    until their 4·T_train accuracy settled, and are withheld (still moving, the reason naming the early stop)
+    with the runs stopped the moment T_train was solved. Both models learned T_train and are length-bound alike
+    (0.6 at 2T and 4T: main and boundary read the rival, published_transformer its claim), or as the paper says
+    (`paper_like`: all three read the law)."""
+    alike = cells("deltaformer_linear", lambda n: (0.6, 0.02), lambda n: (0.6, 0.02))
+    alike.update(cells("softmax", lambda n: (0.6, 0.02), lambda n: (0.6, 0.02)))
+    for r in range(3):
+        for frame, verdict in ((table(alike, rng=r, solved_stop="followed"), rival), (paper_like(rng=r), law)):
+            assert check(frame).verdict == verdict
+            early = check(_followed_or_solved(frame, "solved"))
+            assert early.verdict == INCONCLUSIVE and early.withheld == "still moving"
+            assert "stopped when T_train was solved" in early.reason
+    # on the alike table main now agrees with published_deltaformer: DeltaFormer's runs stopped when solved
+    # withhold both (main once read 'not reproduced' where published_deltaformer withheld)
+    stopped = table(alike, solved_stop="solved")
+    assert claim.published_deltaformer(stopped).verdict == INCONCLUSIVE
+
+
+def test_comparisons_need_settled_only_the_runs_whose_rise_could_overturn_a_cell():
+    """A run stopped when T_train was solved withholds a cell only where its accuracy beyond T_train, still
+    free to rise, could overturn it: main's rival (no advantage) needs DeltaFormer followed, not the
+    Transformer (its rise only narrows the gap); main's claim needs the Transformer followed, not
+    DeltaFormer; published_transformer's cell resolved solved needs nothing."""
+    alike = cells("deltaformer_linear", lambda n: (0.6, 0.02), lambda n: (0.6, 0.02))
+    alike.update(cells("softmax", lambda n: (0.6, 0.02), lambda n: (0.6, 0.02)))
+    followed = table(alike, solved_stop="followed")
+    assert claim.main_claim(_followed_or_solved(followed, "solved", ["softmax"])).verdict == NOT_REPRODUCED
+    result = claim.main_claim(_followed_or_solved(followed, "solved", ["deltaformer_linear"]))
+    assert result.verdict == INCONCLUSIVE and "mixer=deltaformer_linear" in result.reason
+    assert "mixer=softmax" not in result.reason
+    assert claim.main_claim(_followed_or_solved(paper_like(), "solved", ["deltaformer_linear"])).verdict == REPRODUCED
+    result = claim.main_claim(_followed_or_solved(paper_like(), "solved", ["softmax"]))
+    assert result.verdict == INCONCLUSIVE and "mixer=softmax n_objects=5" in result.reason
+    assert "mixer=deltaformer_linear" not in result.reason
+    solves = table(transformer_learns(lambda n: SOLVED), solved_stop="solved")
+    assert claim.published_transformer(solves).verdict == NOT_REPRODUCED
 
 
 def kernel_tables(exp_acc, linear_acc=1.0, linear_stop="plateau", exp_loss=0.01, seeds=2, exp_stop=None):
@@ -932,6 +989,28 @@ def test_frontier_falsification_and_boundary_fallback():
     assert claim.boundary(s1).verdict == INCONCLUSIVE
     via = claim.boundary(s1, protocol_table(learned_n3=(8, 16, 16), learned_n4=(8, 8, 16), learned_n5=(4, 4, 8)))
     assert via.id == "boundary" and via.verdict == REPRODUCED and "S1 reason" in via.measured
+
+
+def test_boundary_reads_the_frontier_only_where_s1_is_withheld():
+    """`boundary` falls back to S4's in-distribution frontier only where S1's Transformer cells are withheld
+    (docs/verdicts.md): certified S1 cells whose drop sits inside the seed spread stay S1's 'not resolved',
+    whatever the frontier would say (a second reading tried only when the first is open would be a second
+    chance to decide the question)."""
+    s4 = protocol_table(learned_n3=(8, 16, 16), learned_n4=(8, 8, 16), learned_n5=(4, 4, 8))
+    assert claim.frontier(s4).verdict == REPRODUCED
+    smooth = cells("softmax", lambda n: (DEFAULT_2T[n], MID_2T), lambda n: ({3: .8, 4: .7, 5: .6, 8: .4}[n], MID_4T))
+    for r in range(5):
+        s1 = table(smooth, rng=r, solved_stop="followed")
+        alone = claim.boundary(s1)
+        assert alone.verdict == INCONCLUSIVE and alone.reason.startswith("not resolved") and not alone.withheld
+        result = claim.boundary(s1, s4)
+        assert (result.verdict, result.reason) == (INCONCLUSIVE, alone.reason) and "S1 reason" not in result.measured
+    # withheld S1 cells (the Transformer never learned T_train; or its runs stopped when T_train was solved) do
+    # fall back to the frontier
+    blind = table(cells("softmax", chance, chance, at_1t=chance), stop_reason="max_steps")
+    assert claim.boundary(blind, s4).verdict == REPRODUCED
+    early = claim.boundary(paper_like(solved_stop="solved"), s4)
+    assert early.verdict == REPRODUCED and "stopped when T_train was solved" in early.measured["S1 reason"]
 
 
 def test_frontier_needs_a_length_beyond_the_curriculums_first():

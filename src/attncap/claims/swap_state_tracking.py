@@ -38,8 +38,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from attncap.claims import (DIVERGED, INCONCLUSIVE, LEARNED_ACCURACY, MISSING, NOT_REPRODUCED, PARTIALLY, REPRODUCED,
-                            SANITY, STILL_MOVING, TOO_SHORT, UNDER_TRAINED, Certificate, Check, certify, gate, listing)
+from attncap.claims import (DIVERGED, INCONCLUSIVE, LEARNED_ACCURACY, MISSING, NOT_DECIDED, NOT_REPRODUCED, PARTIALLY,
+                            REPRODUCED, SANITY, STILL_MOVING, TOO_SHORT, UNDER_TRAINED, Certificate, Check, certify, gate,
+                            listing)
 from attncap.claims.laws import CLAIMED, NOT_RESOLVED, RIVAL, family_level, not_resolved_reason, tally
 
 TITLE = "Swap-task state tracking: Transformer vs DeltaFormer (and DeltaNet)"
@@ -431,6 +432,12 @@ LENGTH_PRECONDITION = (LEARNED_PRECONDITION + "; a cell below the threshold (or 
                        "limit, has not shown where that accuracy settles")
 
 
+SETTLED_BEYOND = ("a cell counts only on runs whose accuracy beyond T_train settled where a rise could overturn "
+                  "its outcome (the model the law needs above the line, unless the cell is claimed; the one it "
+                  "needs below, unless the cell is rival): not on a run stopped early because it solved T_train, "
+                  "nor on one still following its longer-length accuracy at the step limit")
+
+
 def stopped_when_solved(frame, mixer: str, n) -> Certificate:
     """STILL_MOVING for the runs of (mixer, n) whose accuracy beyond T_train never settled: stopped early on the
     in-distribution target (`stop_reason` solved), so it was measured at that moment, or still following it when
@@ -457,10 +464,19 @@ def stopped_when_solved(frame, mixer: str, n) -> Certificate:
                             names)
 
 
+def settled_beyond(frame, outcome: str, high=(), low=()) -> Certificate:
+    """`stopped_when_solved` for the runs whose accuracy beyond T_train could still rise and overturn a cell's
+    `outcome` (CLAIMED / RIVAL / NOT_RESOLVED): the runs the law needs high (`high`, (mixer, n) pairs) unless
+    the cell is claimed, and those it needs low (`low`) unless the cell is rival; a rise of the others only
+    strengthens the outcome (a lower bound, as a run above the threshold passes whatever its state)."""
+    runs = (list(high) if outcome != CLAIMED else []) + (list(low) if outcome != RIVAL else [])
+    return Certificate.combine(stopped_when_solved(frame, mixer, n) for mixer, n in runs)
+
+
 def _length_check(check: Check, frame, mixer: str, ns) -> Check:
     """Shared body of construction / published_deltaformer: `mixer` at 4·T_train ≥ SUCCESS at every n of `ns`,
     each cell decided on the seed spread and withheld only on its own runs' certificate. A cell that is not
-    claimed counts only on runs not stopped early on the T_train target (`stopped_when_solved`)."""
+    claimed counts only on runs not stopped early on the T_train target (`settled_beyond`)."""
     spread = seed_spread(frame, mixer, 4)
     outcomes, withheld, cells, decisions = {}, [], {}, {}
     for n in ns:
@@ -468,8 +484,8 @@ def _length_check(check: Check, frame, mixer: str, ns) -> Check:
         at_2t = _seeds(frame, mixer, n, 2)
         cells[f"n={n}"] = {**d.measured(), "2T": float(at_2t.mean()) if len(at_2t) else math.nan}
         cert = learned_certificate(frame, [mixer], [n])
-        if cert.ok and d.outcome != CLAIMED:
-            cert = stopped_when_solved(frame, mixer, n)
+        if cert.ok:
+            cert = settled_beyond(frame, d.outcome, high=[(mixer, n)])
         if cert.ok:
             outcomes[f"n={n}"] = d.outcome
         else:
@@ -518,9 +534,11 @@ def main_claim(frame: pd.DataFrame | None, control_frame: pd.DataFrame | None = 
     """DeltaFormer − Transformer ≥ GAP at n ∈ MAIN_N for T_test ∈ {2T, 4T}, each cell decided on both
     models' seed spreads; a cell needs both models' certificates at that n. n = 4 (S_4, solvable) is
     reported beside it. `control_frame` is unused (kept for callers): the Transformer's own certificate
-    at T_train is the precondition."""
+    at T_train is the precondition. A cell counts only on runs whose accuracy beyond T_train settled where
+    a rise could overturn it (`settled_beyond`: DeltaFormer's unless it is claimed, the Transformer's unless
+    it is rival)."""
     keys = [(n, mult) for n in MAIN_N for mult in (2, 4)]
-    measured, outcomes, equal, withheld_f, withheld_t, decisions = {}, {}, {}, [], [], {}
+    measured, outcomes, equal, withheld_f, withheld_t, unsettled, decisions = {}, {}, {}, [], [], [], {}
     complete = True
     for n in REFERENCE_N + MAIN_N:
         former_cert = learned_certificate(frame, [DELTAFORMER], [n])
@@ -542,7 +560,9 @@ def main_claim(frame: pd.DataFrame | None, control_frame: pd.DataFrame | None = 
                              "transformer": float(_seeds(frame, TRANSFORMER, n, mult).mean()),
                              "gap": d.estimate, "interval": [d.low, d.high], "outcome": d.outcome}
             decisions[key] = d
-            if former_cert.ok:
+            settle = settled_beyond(frame, d.outcome, high=[(DELTAFORMER, n)], low=[(TRANSFORMER, n)])
+            unsettled.append(settle)
+            if former_cert.ok and settle.ok:
                 equal[key] = d.outcome
                 if transformer_cert.ok:
                     outcomes[key] = d.outcome
@@ -561,25 +581,29 @@ def main_claim(frame: pd.DataFrame | None, control_frame: pd.DataFrame | None = 
                   "; all cells claimed → reproduced, some rival → partially, all rival → not reproduced",
                   INCONCLUSIVE, rival=f"no advantage beyond the seed spread: DeltaFormer − Transformer resolved below "
                   f"{GAP} beyond T_train")
-    precondition = LEARNED_PRECONDITION + " (DeltaFormer and the Transformer at that n)"
+    precondition = LEARNED_PRECONDITION + " (DeltaFormer and the Transformer at that n); " + SETTLED_BEYOND
     if not complete:
         check.precondition = precondition
         check.reason = "missing cells at n ∈ {5, 8}"
         return check
     transformer, former = Certificate.combine(withheld_t), Certificate.combine(withheld_f)
+    unsettled = Certificate.combine(unsettled).merged()  # the 2T and 4T cells of an n share its runs
     outcomes, equal = every_cell(outcomes, decisions, GAP), every_cell(equal, decisions, GAP)
-    check = _settle(check, outcomes, former + transformer, precondition, f"DeltaFormer − Transformer against {GAP}",
+    check = _settle(check, outcomes, former + transformer + unsettled, precondition,
+                    f"DeltaFormer − Transformer against {GAP}",
                     spreads=tuple(seed_spread(frame, m, k) for m in (DELTAFORMER, TRANSFORMER) for k in (2, 4)))
-    return _equal_budget(check, tally(equal), transformer, former)
+    return _equal_budget(check, tally(equal), transformer, former + unsettled)
 
 
 def boundary(frame: pd.DataFrame | None, frontier_frame: pd.DataFrame | None = None) -> Check:
-    """`boundary_length` (S1, the Transformer at 4·T_train) where its Transformer cells are certified; where
-    they are withheld because the Transformer never learned T_train, the same question is decided where the
-    Transformer does learn (issue 22): at the longest length T* it learns for every n ≤ 4, does it fail n = 5
-    (`frontier` on S4)? The S1 numbers stay in `measured`."""
+    """`boundary_length` (S1, the Transformer at 4·T_train) where its Transformer cells are certified; only
+    where they are withheld (`gate`: the Transformer never learned T_train, or its runs stopped before their
+    accuracy beyond it settled), the same question is decided where the Transformer does learn (issue 22): at
+    the longest length T* it learns for every n ≤ 4, does it fail n = 5 (`frontier` on S4)? Certified S1
+    cells that are merely not resolved stay S1's verdict: the seed spread left the question open there, and a
+    second reading tried only then would be a second chance to decide it. The S1 numbers stay in `measured`."""
     check = boundary_length(frame)
-    if check.verdict != INCONCLUSIVE or frontier_frame is None:
+    if check.verdict != INCONCLUSIVE or check.withheld in ("", NOT_DECIDED) or frontier_frame is None:
         return check
     in_distribution = frontier(frontier_frame)
     if in_distribution.verdict == INCONCLUSIVE:
@@ -597,12 +621,14 @@ def boundary_length(frame: pd.DataFrame | None) -> Check:
     """The Transformer's chance-corrected accuracy (acc − 1/n)/(1 − 1/n) at 4·T_train falls by ≥ DROP from
     every n ≤ 4 to every n ≥ 5 (a clean break between S_4 and S_5). Chance correction keeps two models at
     chance (1/3 vs 1/5) from showing a drop because chance itself falls with n. Each pair (l, h) is one
-    decision on the seed spread; a pair needs the Transformer's certificate at both n."""
+    decision on the seed spread; a pair needs the Transformer's certificate at both n, and counts only on
+    runs whose accuracy beyond T_train settled where a rise could overturn it (`settled_beyond`: n ≤ 4's
+    unless the pair is claimed, n ≥ 5's unless it is rival)."""
     acc = _cells(frame, TRANSFORMER, 4)
     low, high = [int(n) for n in acc.index if n <= 4], [int(n) for n in acc.index if n >= 5]
     measured = {f"n={n}": float(a) for n, a in acc.items()}
     pairs = [(lo, hi) for lo in low for hi in high]
-    outcomes, equal, withheld, decisions = {}, {}, [], {}
+    outcomes, equal, withheld, unsettled, decisions = {}, {}, [], [], {}
     for lo, hi in pairs:
         d = gap_decision(frame, TRANSFORMER, lo, frame, TRANSFORMER, hi, 4, DROP, cells=len(pairs),
                          scale_a=1 / (1 - 1 / lo), scale_b=1 / (1 - 1 / hi),
@@ -610,11 +636,14 @@ def boundary_length(frame: pd.DataFrame | None) -> Check:
         key = f"n={lo} vs n={hi}"
         decisions[key] = d
         measured[f"drop {key}"] = {"drop": d.estimate, "interval": [d.low, d.high], "outcome": d.outcome}
-        equal[key] = d.outcome
+        settle = settled_beyond(frame, d.outcome, high=[(TRANSFORMER, lo)], low=[(TRANSFORMER, hi)])
+        unsettled.append(settle)
+        if settle.ok:
+            equal[key] = d.outcome
         cert = learned_certificate(frame, [TRANSFORMER], [lo, hi])
-        if cert.ok:
+        if cert.ok and settle.ok:
             outcomes[key] = d.outcome
-        else:
+        elif not cert.ok:
             withheld.append(cert)
     if pairs:
         measured["drop_above_chance"] = min(v["drop"] for k, v in measured.items() if k.startswith("drop "))
@@ -624,14 +653,15 @@ def boundary_length(frame: pd.DataFrame | None) -> Check:
                   f"Transformer at 4·T_train drops by ≥ {DROP}", SEED_RULE.replace("per cell", "per pair (l, h)") +
                   "; all pairs claimed → reproduced, any rival → not reproduced", INCONCLUSIVE,
                   rival=f"no break at S_4/S_5: some n ≥ 5 resolved within {DROP} of some n ≤ 4 (chance-corrected)")
+    precondition = LEARNED_PRECONDITION + "; " + SETTLED_BEYOND
     if not pairs:
-        return gate(check, LEARNED_PRECONDITION, Certificate.fail(MISSING, "no Transformer cells on both sides of "
-                                                                            "n = 4.5"))
+        return gate(check, precondition, Certificate.fail(MISSING, "no Transformer cells on both sides of n = 4.5"))
     transformer = Certificate.combine(withheld)
+    unsettled = Certificate.combine(unsettled).merged()  # pairs share the runs of an n
     outcomes, equal = every_cell(outcomes, decisions, DROP), every_cell(equal, decisions, DROP)
-    check = _settle(check, outcomes, transformer, LEARNED_PRECONDITION, f"Transformer drop against {DROP}", every=True,
-                    spreads=(seed_spread(frame, TRANSFORMER, 4),))
-    return _equal_budget(check, tally(equal, every=True), transformer)
+    check = _settle(check, outcomes, transformer + unsettled, precondition, f"Transformer drop against {DROP}",
+                    every=True, spreads=(seed_spread(frame, TRANSFORMER, 4),))
+    return _equal_budget(check, tally(equal, every=True), transformer, unsettled)
 
 
 def largest_solved(acc: pd.Series) -> int | None:
@@ -649,7 +679,8 @@ def published_transformer(frame: pd.DataFrame | None, control_frame: pd.DataFram
     the trained range that holds iff some cell up to the first trained n > 5 is resolved below SUCCESS
     (claimed, on certified runs); rival iff every such cell is resolved ≥ SUCCESS. A cell needs the
     Transformer's certificate at T_train (a model that never learned its training length fails at 4T
-    whatever it could do)."""
+    whatever it could do), and a cell not resolved solved counts only on runs whose accuracy beyond T_train
+    settled (`settled_beyond`: stopped when T_train was solved, a failure at 4T has not shown where it ends)."""
     acc = _cells(frame, TRANSFORMER, 4)
     ns = [int(n) for n in acc.index]
     above = [n for n in ns if n > PAPER_LARGEST_N[TRANSFORMER]]
@@ -660,16 +691,19 @@ def published_transformer(frame: pd.DataFrame | None, control_frame: pd.DataFram
     # each cell decided for "solved" (≥ SUCCESS); a cell resolved below (or the mean over the cells) is this
     # check's claim, every cell resolved solved its rival
     flip = {CLAIMED: RIVAL, RIVAL: CLAIMED, NOT_RESOLVED: NOT_RESOLVED}
-    solved, equal, withheld, decisions = {}, {}, [], {}
+    solved, equal, withheld, unsettled, decisions = {}, {}, [], [], {}
     for n in relevant:
         d = decisions[f"n={n}"] = level_decision(frame, TRANSFORMER, n, 4, SUCCESS, cells=len(relevant),
                                                  spread=spread)
         measured[f"n={n}"] = {**d.measured(), "solved": d.outcome}
-        equal[f"n={n}"] = d.outcome
+        settle = settled_beyond(frame, flip[d.outcome], low=[(TRANSFORMER, n)])
+        unsettled.append(settle)
+        if settle.ok:
+            equal[f"n={n}"] = d.outcome
         cert = learned_certificate(frame, [TRANSFORMER], [n])
-        if cert.ok:
+        if cert.ok and settle.ok:
             solved[f"n={n}"] = d.outcome
-        else:
+        elif not cert.ok:
             withheld.append(cert)
     outcomes = {k: flip[v] for k, v in every_cell(solved, decisions, SUCCESS, independent=True).items()}
     equal = {k: flip[v] for k, v in every_cell(equal, decisions, SUCCESS, independent=True).items()}
@@ -688,20 +722,22 @@ def published_transformer(frame: pd.DataFrame | None, control_frame: pd.DataFram
                   SEED_RULE + "; one claimed cell → reproduced, every cell rival → not reproduced",
                   INCONCLUSIVE, rival=f"the Transformer tracks every trained n up to the first n > "
                   f"{PAPER_LARGEST_N[TRANSFORMER]} at 4·T_train (cells resolved ≥ {SUCCESS})")
+    precondition = LEARNED_PRECONDITION + "; " + SETTLED_BEYOND
     if not relevant:
-        return gate(check, LEARNED_PRECONDITION, Certificate.fail(MISSING, "no Transformer runs"))
+        return gate(check, precondition, Certificate.fail(MISSING, "no Transformer runs"))
     if not above:
-        check.precondition = LEARNED_PRECONDITION
+        check.precondition = precondition
         check.reason = f"no trained n > {PAPER_LARGEST_N[TRANSFORMER]}: the paper's limit is not tested"
         return check
-    transformer = Certificate.combine(withheld)
-    result = verdict(outcomes, transformer.ok)
-    if result == REPRODUCED and not transformer.ok:  # a certified failing cell already bounds the largest n solved
-        check.measured["withheld"] = transformer.text
-        transformer = Certificate()
-    check = _settle(check, outcomes, transformer, LEARNED_PRECONDITION,
+    transformer, unsettled = Certificate.combine(withheld), Certificate.combine(unsettled)
+    result = verdict(outcomes, transformer.ok and unsettled.ok)
+    if result == REPRODUCED and not (transformer + unsettled).ok:
+        # a certified, settled failing cell already bounds the largest n solved
+        check.measured["withheld"] = (transformer + unsettled).text
+        transformer, unsettled = Certificate(), Certificate()
+    check = _settle(check, outcomes, transformer + unsettled, precondition,
                     f"Transformer at 4·T_train against {SUCCESS}", verdict=result, spreads=(spread,))
-    return _equal_budget(check, verdict(equal, True), transformer)
+    return _equal_budget(check, verdict(equal, unsettled.ok), transformer, unsettled)
 
 
 def kernel(frame: pd.DataFrame | None, ablation: pd.DataFrame | None) -> Check:
