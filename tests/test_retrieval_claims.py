@@ -399,6 +399,11 @@ def test_a_run_at_chance_without_a_positive_control_is_withheld_not_counted():
     solve = rc.trained_recall(table)[0]
     assert solve.verdict == INCONCLUSIVE and "copy-a-value plateau" in solve.reason
     assert "draws" not in solve.reason
+    # nor does a softmax run still improving below the bar leave "every cell solves" standing on the others
+    moving = e5_table(seeds=SEEDS)
+    moving.loc[_cell(moving, "softmax", 64, 8), ["accuracy", "stop_reason"]] = 0.8, "max_steps"
+    solve = rc.trained_recall(moving)[0]
+    assert solve.verdict == INCONCLUSIVE and "still improving" in solve.reason
     # ... and its reason says how many fresh draws (E5's restarts) all ended there
     table["attempt"] = np.where(_cell(table, "softmax", 64, 8), 4, 1)
     assert "in each of 4 draws" in rc.trained_recall(table)[0].reason

@@ -316,6 +316,26 @@ def test_capacity_law_falsification(rng):
     assert square.verdict == NOT_REPRODUCED and "outside [0.7, 1.3]" in square.reason
 
 
+def test_free_exponent_refutes_only_where_every_bracket_end_is_outside(monkeypatch):
+    """The squared law's free exponent lies outside [0.7, 1.3] at every end of the search brackets: refuted. Where
+    one end's interval still meets the range, the search's resolution leaves the exponent open, as the fixed laws
+    are decided (the law's verdict then comes from the fixed-exponent comparisons)."""
+    square = _law_verdict("square")
+    ends = square.measured["free_exponent_interval_by_end"]
+    assert square.verdict == NOT_REPRODUCED and "at every end" in square.reason
+    assert all(high < 0.7 or low > 1.3 for low, high in ends.values())
+    original = claims.law_decision
+
+    def one_end_inside(points):
+        decision = original(points)
+        decision["exponent_by_end"]["lower"] = {**decision["exponent_by_end"]["lower"], "interval": [1.0, 1.2]}
+        return decision
+
+    monkeypatch.setattr(claims, "law_decision", one_end_inside)
+    open_end = _law_verdict("square")
+    assert "free exponent" not in open_end.reason and open_end.measured["free_exponent_interval_by_end"]["lower"] == [1.0, 1.2]
+
+
 def test_capacity_law_on_the_default_grid_never_reads_the_wrong_verdict():
     """Default grid (m ≤ 256, 2 seeds): the d_model-free rival is always rejected, the log factor only
     sometimes resolved (30 draws: claimed law reproduced 7-13, else inconclusive; no-log rival

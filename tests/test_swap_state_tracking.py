@@ -1005,6 +1005,13 @@ def test_boundary_reads_the_frontier_only_where_s1_is_withheld():
         assert alone.verdict == INCONCLUSIVE and alone.reason.startswith("not resolved") and not alone.withheld
         result = claim.boundary(s1, s4)
         assert (result.verdict, result.reason) == (INCONCLUSIVE, alone.reason) and "S1 reason" not in result.measured
+        # ... also where other pairs are withheld (n = 8's runs stopped when T_train was solved): the certified
+        # pairs left open by the seed spread already keep S1 from passing (review of c5d3247)
+        mixed = s1.copy()
+        mixed.loc[(mixed["mixer"] == "softmax") & (mixed["n_objects"] == 8), "stop_reason"] = "solved"
+        partly = claim.boundary(mixed, s4)
+        assert partly.verdict == INCONCLUSIVE and "S1 reason" not in partly.measured, partly.reason
+        assert partly.measured["certified_pairs_not_resolved"]
     # withheld S1 cells (the Transformer never learned T_train; or its runs stopped when T_train was solved) do
     # fall back to the frontier
     blind = table(cells("softmax", chance, chance, at_1t=chance), stop_reason="max_steps")
@@ -1138,3 +1145,16 @@ def test_embed_std_scales_the_tables_and_leaves_the_default_unchanged():
         assert torch.equal(getattr(same, table).weight, base)
         torch.testing.assert_close(getattr(unit, table).weight, base / (0.02 * 16**0.5))
     assert 0.8 < float(unit.embed.weight.std()) < 1.2
+
+
+def test_a_mean_over_cells_refutes_only_on_settled_estimates():
+    """`every_cell`'s mean test reads RIVAL from cells none of which is resolved below; a claimed cell whose runs
+    stopped when T_train was solved counts (a rise only strengthens it), but its estimate is a lower bound, so a
+    mean over it cannot refute the law (review of c5d3247)."""
+    cells_ = {f"n={n}": claim._decision(e, se, 20, 3, claim.SUCCESS, 1)
+              for n, (e, se) in zip((3, 4, 5, 6, 8), [(1.0, 0.01)] + [(0.90, 0.03)] * 4)}
+    outcomes = {k: d.outcome for k, d in cells_.items()}
+    assert outcomes["n=3"] == claim.CLAIMED and claim.RIVAL not in outcomes.values()
+    assert claim.every_cell(outcomes, cells_, claim.SUCCESS, independent=True)["mean over cells"] == claim.RIVAL
+    assert "mean over cells" not in claim.every_cell(outcomes, cells_, claim.SUCCESS, independent=True,
+                                                      rising={"n=3"})

@@ -79,6 +79,10 @@ def test_a_rising_loss_is_not_a_plateau():
                  loss_drop_last10=[plateau_drop(rising)], lr_last10=[1.0])
     cert = certify(frame, ["cell"], loss_drop="loss_drop_last10")
     assert cert.kinds == {STILL_MOVING} and "rose 6.0%" in cert.failures[0].text
+    # a change just past the 5% rule reads as such (printed to whole percents it read "5% per unit rate")
+    just_past = frame.assign(loss_drop_last10=[0.0027], lr_last10=[0.05])
+    text = certify(just_past, ["cell"], loss_drop="loss_drop_last10").failures[0].text
+    assert "5.4% per unit rate" in text
 
 
 def test_a_vanished_learning_rate_is_never_a_plateau():

@@ -276,11 +276,13 @@ def _law_measured(law: LawComparison) -> dict:
     return law.measured() | params
 
 
-def _over_intervals(law: LawComparison, weights: tuple[float, float]) -> str:
+def _over_intervals(law: LawComparison, weights: tuple[float, float],
+                    what: str = "capacities inside their intervals") -> str:
+    """Why a comparison the point estimates decide is not resolved at the measurements' precision."""
     if law.preferred == NOT_RESOLVED or not np.isfinite(weights).all():
         return ""
     return (f" at the point estimates, but the Akaike weight of the claimed law ranges over "
-            f"[{weights[0]:.3g}, {weights[1]:.3g}] for capacities inside their intervals")
+            f"[{weights[0]:.3g}, {weights[1]:.3g}] for {what}")
 
 
 def exponential_vs_linear(e3: pd.DataFrame | None, e1: pd.DataFrame | None) -> Check:
@@ -428,9 +430,8 @@ def log_squared_law(e4: pd.DataFrame | None) -> Check:
     check = Check("log_squared_law", statement, ZHONG, measured, expected, tolerance, verdict, rival=rival)
     if verdict == INCONCLUSIVE:
         at_precision = measured.get("akaike_weight_claimed_over_intervals")
-        detail = (f"{_describe(law)} at the point estimates, but the Akaike weight of the claimed law ranges over "
-                  f"[{at_precision[0]:.3g}, {at_precision[1]:.3g}] for d* inside their intervals"
-                  if at_precision and law.preferred != NOT_RESOLVED else _describe(law))
+        detail = _describe(law) + (_over_intervals(law, tuple(at_precision), "d* inside their intervals")
+                                   if at_precision else "")
         check.reason = not_resolved_reason("(ln N)² against ln N", detail)
     return check
 
@@ -656,12 +657,15 @@ def _gated(check: Check, outcomes: dict[str, str], withheld: Certificate, what: 
     the (soft) certificate of runs that still improve but already pass a lower bound, counted in
     `outcomes`; their pass stands with the reason saying so (`gate(..., stands=REPRODUCED)`).
 
-    Each item holds its own comparison (a run, a series, a cell with both arms), so when every certified item
-    is claimed and the withheld ones are only still improving at the step limit, the verdict stands on the
+    Each item holds its own comparison (a series, a cell with both arms), so when every certified item is
+    claimed and the withheld ones are only still improving at the step limit, the verdict stands on the
     certified items and the reason names the ones withheld: the gate withholds only the part that depends on
-    an uncertified run, as `gate_certified_part` does for whole configurations in claims 2 and 3. A run settled
-    at chance with no positive control (`chance_certificate`) withholds the whole check instead: it is what the
-    rival (a capacity limit at that cell) would also leave, so a pass decided beside it is no evidence."""
+    an uncertified run, as `gate_certified_part` does for whole configurations in claims 2 and 3. Not so for a
+    claim about every item (`every`: softmax solves every cell, the gap holds for every mixer), which a
+    withheld item leaves open; nor beside a run settled at chance with no positive control
+    (`chance_certificate`): a capacity limit at that cell and a failure to learn leave the same run, so where
+    the capacity limit is the rival (softmax solves, DeltaFormer keeps softmax's recall) a pass decided beside
+    it could be one the rival also gets, and where it is the claim the run is no evidence either way."""
     check.verdict = tally(outcomes, every=every)
     check.precondition = PRECONDITION
     if check.verdict in (NOT_REPRODUCED, PARTIALLY):
@@ -669,7 +673,7 @@ def _gated(check: Check, outcomes: dict[str, str], withheld: Certificate, what: 
             check.measured = dict(check.measured, withheld=withheld.text)
         return check
     if not withheld.ok:
-        if check.verdict == REPRODUCED and withheld.soft and UNDER_TRAINED not in withheld.kinds:
+        if check.verdict == REPRODUCED and not every and withheld.soft and UNDER_TRAINED not in withheld.kinds:
             held = withheld.merged()
             check.reason = f"decided on the {len(outcomes)} items whose runs are certified; withheld: {held.text}"
             if passing is not None and not passing.ok:
@@ -800,10 +804,10 @@ def linear_gap(arm: pd.DataFrame, arm_name: str, source: str) -> Check:
     in_cell = arm[(arm["d_model"] == d_cell) & (arm["kv_pairs"] == kv_cell)]
     mixers = [m for m in dict.fromkeys(in_cell["mixer"].astype(str)) if m.startswith("linear")]
     seeds = int(in_cell.groupby("mixer").size().min()) if len(in_cell) else 0
-    tolerance = (f"per linear mixer: the interval (Welch, over seeds; 95% family-wise over the {len(mixers)} mixers, "
-                 f"Bonferroni, as any one rival decides) of softmax − linear lies above {GAP} → claimed, "
-                 f"below {GAP} → rival, else not resolved; with one seed per cell nothing can be resolved against a "
-                 "seed spread (no margin is invented); any rival → not reproduced")
+    tolerance = (f"per linear mixer: the 95% interval (Welch, over seeds) of softmax − linear lies above {GAP} → "
+                 f"claimed; its interval family-wise over the {len(mixers)} mixers (Bonferroni, as any one rival "
+                 f"decides) lies below {GAP} → rival; else not resolved; with one seed per cell nothing can be "
+                 "resolved against a seed spread (no margin is invented); any rival → not reproduced")
     softmax = in_cell[in_cell["mixer"] == "softmax"]
     if not len(softmax) or not mixers:
         return _missing("mqar_gap", statement, source, expected, tolerance, rival)
@@ -811,15 +815,15 @@ def linear_gap(arm: pd.DataFrame, arm_name: str, source: str) -> Check:
     outcomes, withheld = {}, []
     for mixer in mixers:
         runs = in_cell[in_cell["mixer"] == mixer]
-        diff = compare_groups(softmax["accuracy"].to_numpy(float), runs["accuracy"].to_numpy(float),
-                              level=family_level(len(mixers)))
+        gaps = softmax["accuracy"].to_numpy(float), runs["accuracy"].to_numpy(float)
+        diff, family = compare_groups(*gaps), compare_groups(*gaps, level=family_level(len(mixers)))
         measured[f"gap {mixer}"] = diff.difference
         measured[f"gap {mixer} interval"] = [diff.low, diff.high]
         cert = mqar_certificate(pd.concat([softmax, runs]), arm)
         if not cert.ok:
             withheld.append(cert)
             continue
-        outcomes[mixer] = CLAIMED if diff.low > GAP else RIVAL if diff.high < GAP else NOT_RESOLVED
+        outcomes[mixer] = RIVAL if family.high < GAP else CLAIMED if diff.low > GAP else NOT_RESOLVED
     check = Check("mqar_gap", statement, source, measured, expected, tolerance, INCONCLUSIVE, rival=rival)
     detail = ("one seed per cell: no seed spread to resolve the gap against (the single-seed gaps are in measured)"
               if seeds < 2 else f"mixers {listing(unresolved(outcomes))}")

@@ -415,6 +415,7 @@ def capacity_law(rows: pd.DataFrame | None, built: pd.DataFrame | None = None) -
     measured = {"cells_fitted": decision["cells"], "cells_censored": decision["cells_censored"],
                 "law_x_span": decision["law_x_span"], "families": decision["families"],
                 "free_exponent": exponent,
+                "free_exponent_interval_by_end": {e: x["interval"] for e, x in decision["exponent_by_end"].items()},
                 "log_constants": decision["constants"]["claimed"]}
     for name, result in decision["rivals"].items():
         middle = result["by_end"]["middle"]

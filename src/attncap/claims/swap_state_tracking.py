@@ -232,11 +232,13 @@ def mean_decision(decisions, threshold: float, *, independent: bool = False) -> 
 
 
 def every_cell(outcomes: dict[str, str], decisions: dict, threshold: float, *,
-               independent: bool = False) -> dict[str, str]:
+               independent: bool = False, rising=frozenset()) -> dict[str, str]:
     """`outcomes` of certified cells of an every-cell law, plus the mean test over them (`mean_decision`)
     when no single cell is resolved below: the item "mean over cells" is RIVAL when the mean is resolved
-    below the threshold (a false rival: ≤ 2.5% from the cells at Bonferroni level, ≤ 2.5% from the mean)."""
-    if len(outcomes) < 2 or RIVAL in outcomes.values():
+    below the threshold (a false rival: ≤ 2.5% from the cells at Bonferroni level, ≤ 2.5% from the mean).
+    `rising`: claimed cells whose runs never settled beyond T_train (`rising_cell`), so their estimate is a
+    lower bound; a mean over them cannot refute the law."""
+    if len(outcomes) < 2 or RIVAL in outcomes.values() or set(rising) & set(outcomes):
         return outcomes
     mean = mean_decision([decisions[k] for k in outcomes], threshold, independent=independent)
     return {**outcomes, "mean over cells": RIVAL} if mean.outcome == RIVAL else outcomes
@@ -473,14 +475,22 @@ def settled_beyond(frame, outcome: str, high=(), low=()) -> Certificate:
     return Certificate.combine(stopped_when_solved(frame, mixer, n) for mixer, n in runs)
 
 
+def rising_cell(frame, outcome: str, high) -> bool:
+    """A claimed cell whose `high` runs ((mixer, n) pairs) never settled beyond T_train (`stopped_when_solved`):
+    `settled_beyond` lets it count, as a rise only strengthens the claim, but its estimate is a lower bound."""
+    return outcome == CLAIMED and not Certificate.combine(stopped_when_solved(frame, m, n) for m, n in high).ok
+
+
 def _length_check(check: Check, frame, mixer: str, ns) -> Check:
     """Shared body of construction / published_deltaformer: `mixer` at 4·T_train ≥ SUCCESS at every n of `ns`,
     each cell decided on the seed spread and withheld only on its own runs' certificate. A cell that is not
     claimed counts only on runs not stopped early on the T_train target (`settled_beyond`)."""
     spread = seed_spread(frame, mixer, 4)
-    outcomes, withheld, cells, decisions = {}, [], {}, {}
+    outcomes, withheld, cells, decisions, rising = {}, [], {}, {}, set()
     for n in ns:
         d = decisions[f"n={n}"] = level_decision(frame, mixer, n, 4, SUCCESS, cells=len(ns), spread=spread)
+        if rising_cell(frame, d.outcome, [(mixer, n)]):
+            rising.add(f"n={n}")
         at_2t = _seeds(frame, mixer, n, 2)
         cells[f"n={n}"] = {**d.measured(), "2T": float(at_2t.mean()) if len(at_2t) else math.nan}
         cert = learned_certificate(frame, [mixer], [n])
@@ -496,7 +506,7 @@ def _length_check(check: Check, frame, mixer: str, ns) -> Check:
         withheld.append(Certificate.fail(MISSING, f"no {mixer} runs"))
     mean = mean_decision([decisions[k] for k in outcomes], SUCCESS, independent=True)
     check.measured["mean_over_certified_cells"] = mean.measured()
-    outcomes = every_cell(outcomes, decisions, SUCCESS, independent=True)  # cells at different n: other runs
+    outcomes = every_cell(outcomes, decisions, SUCCESS, independent=True, rising=rising)  # different n: other runs
     return _settle(check, outcomes, Certificate.combine(withheld), LENGTH_PRECONDITION,
                    f"{mixer} at 4·T_train against {SUCCESS}", spreads=(spread,))
 
@@ -538,7 +548,7 @@ def main_claim(frame: pd.DataFrame | None, control_frame: pd.DataFrame | None = 
     a rise could overturn it (`settled_beyond`: DeltaFormer's unless it is claimed, the Transformer's unless
     it is rival)."""
     keys = [(n, mult) for n in MAIN_N for mult in (2, 4)]
-    measured, outcomes, equal, withheld_f, withheld_t, unsettled, decisions = {}, {}, {}, [], [], [], {}
+    measured, outcomes, equal, withheld_f, withheld_t, unsettled, decisions, rising = {}, {}, {}, [], [], [], {}, set()
     complete = True
     for n in REFERENCE_N + MAIN_N:
         former_cert = learned_certificate(frame, [DELTAFORMER], [n])
@@ -562,6 +572,8 @@ def main_claim(frame: pd.DataFrame | None, control_frame: pd.DataFrame | None = 
             decisions[key] = d
             settle = settled_beyond(frame, d.outcome, high=[(DELTAFORMER, n)], low=[(TRANSFORMER, n)])
             unsettled.append(settle)
+            if rising_cell(frame, d.outcome, [(DELTAFORMER, n)]):
+                rising.add(key)
             if former_cert.ok and settle.ok:
                 equal[key] = d.outcome
                 if transformer_cert.ok:
@@ -588,7 +600,7 @@ def main_claim(frame: pd.DataFrame | None, control_frame: pd.DataFrame | None = 
         return check
     transformer, former = Certificate.combine(withheld_t), Certificate.combine(withheld_f)
     unsettled = Certificate.combine(unsettled).merged()  # the 2T and 4T cells of an n share its runs
-    outcomes, equal = every_cell(outcomes, decisions, GAP), every_cell(equal, decisions, GAP)
+    outcomes, equal = (every_cell(o, decisions, GAP, rising=rising) for o in (outcomes, equal))
     check = _settle(check, outcomes, former + transformer + unsettled, precondition,
                     f"DeltaFormer − Transformer against {GAP}",
                     spreads=tuple(seed_spread(frame, m, k) for m in (DELTAFORMER, TRANSFORMER) for k in (2, 4)))
@@ -603,7 +615,8 @@ def boundary(frame: pd.DataFrame | None, frontier_frame: pd.DataFrame | None = N
     cells that are merely not resolved stay S1's verdict: the seed spread left the question open there, and a
     second reading tried only then would be a second chance to decide it. The S1 numbers stay in `measured`."""
     check = boundary_length(frame)
-    if check.verdict != INCONCLUSIVE or check.withheld in ("", NOT_DECIDED) or frontier_frame is None:
+    if (check.verdict != INCONCLUSIVE or check.withheld in ("", NOT_DECIDED) or frontier_frame is None
+            or check.measured.get("certified_pairs_not_resolved")):
         return check
     in_distribution = frontier(frontier_frame)
     if in_distribution.verdict == INCONCLUSIVE:
@@ -628,7 +641,7 @@ def boundary_length(frame: pd.DataFrame | None) -> Check:
     low, high = [int(n) for n in acc.index if n <= 4], [int(n) for n in acc.index if n >= 5]
     measured = {f"n={n}": float(a) for n, a in acc.items()}
     pairs = [(lo, hi) for lo in low for hi in high]
-    outcomes, equal, withheld, unsettled, decisions = {}, {}, [], [], {}
+    outcomes, equal, withheld, unsettled, decisions, rising = {}, {}, [], [], {}, set()
     for lo, hi in pairs:
         d = gap_decision(frame, TRANSFORMER, lo, frame, TRANSFORMER, hi, 4, DROP, cells=len(pairs),
                          scale_a=1 / (1 - 1 / lo), scale_b=1 / (1 - 1 / hi),
@@ -638,6 +651,8 @@ def boundary_length(frame: pd.DataFrame | None) -> Check:
         measured[f"drop {key}"] = {"drop": d.estimate, "interval": [d.low, d.high], "outcome": d.outcome}
         settle = settled_beyond(frame, d.outcome, high=[(TRANSFORMER, lo)], low=[(TRANSFORMER, hi)])
         unsettled.append(settle)
+        if rising_cell(frame, d.outcome, [(TRANSFORMER, lo)]):
+            rising.add(key)
         if settle.ok:
             equal[key] = d.outcome
         cert = learned_certificate(frame, [TRANSFORMER], [lo, hi])
@@ -658,7 +673,9 @@ def boundary_length(frame: pd.DataFrame | None) -> Check:
         return gate(check, precondition, Certificate.fail(MISSING, "no Transformer cells on both sides of n = 4.5"))
     transformer = Certificate.combine(withheld)
     unsettled = Certificate.combine(unsettled).merged()  # pairs share the runs of an n
-    outcomes, equal = every_cell(outcomes, decisions, DROP), every_cell(equal, decisions, DROP)
+    # certified pairs the seed spread leaves open: `boundary` then keeps S1's reading, even if others are withheld
+    measured["certified_pairs_not_resolved"] = [k for k, v in outcomes.items() if v == NOT_RESOLVED]
+    outcomes, equal = (every_cell(o, decisions, DROP, rising=rising) for o in (outcomes, equal))
     check = _settle(check, outcomes, transformer + unsettled, precondition, f"Transformer drop against {DROP}",
                     every=True, spreads=(seed_spread(frame, TRANSFORMER, 4),))
     return _equal_budget(check, tally(equal, every=True), transformer, unsettled)
@@ -691,13 +708,15 @@ def published_transformer(frame: pd.DataFrame | None, control_frame: pd.DataFram
     # each cell decided for "solved" (≥ SUCCESS); a cell resolved below (or the mean over the cells) is this
     # check's claim, every cell resolved solved its rival
     flip = {CLAIMED: RIVAL, RIVAL: CLAIMED, NOT_RESOLVED: NOT_RESOLVED}
-    solved, equal, withheld, unsettled, decisions = {}, {}, [], [], {}
+    solved, equal, withheld, unsettled, decisions, rising = {}, {}, [], [], {}, set()
     for n in relevant:
         d = decisions[f"n={n}"] = level_decision(frame, TRANSFORMER, n, 4, SUCCESS, cells=len(relevant),
                                                  spread=spread)
         measured[f"n={n}"] = {**d.measured(), "solved": d.outcome}
         settle = settled_beyond(frame, flip[d.outcome], low=[(TRANSFORMER, n)])
         unsettled.append(settle)
+        if rising_cell(frame, d.outcome, [(TRANSFORMER, n)]):
+            rising.add(f"n={n}")
         if settle.ok:
             equal[f"n={n}"] = d.outcome
         cert = learned_certificate(frame, [TRANSFORMER], [n])
@@ -705,8 +724,8 @@ def published_transformer(frame: pd.DataFrame | None, control_frame: pd.DataFram
             solved[f"n={n}"] = d.outcome
         elif not cert.ok:
             withheld.append(cert)
-    outcomes = {k: flip[v] for k, v in every_cell(solved, decisions, SUCCESS, independent=True).items()}
-    equal = {k: flip[v] for k, v in every_cell(equal, decisions, SUCCESS, independent=True).items()}
+    outcomes, equal = ({k: flip[v] for k, v in every_cell(o, decisions, SUCCESS, independent=True,
+                                                          rising=rising).items()} for o in (solved, equal))
 
     def verdict(items: dict[str, str], complete: bool) -> str:
         if CLAIMED in items.values():
