@@ -29,9 +29,9 @@ from attncap.claims import (DIVERGED, INCONCLUSIVE, LEARNED, MISSING, NOT_REPROD
                             PLATEAU_DROP, REPRODUCED, TOO_SHORT, Certificate, Check, certify, fraction_verdict,
                             certified_configurations, gate, gate_certified_part, learning_status, linear_fit, listing,
                             missing_check)
-from attncap.claims.laws import (CLAIMED, LEVEL, NOT_RESOLVED, RIVAL, Difference, Exponent, LawComparison, compare_groups,
-                                 compare_laws, exponent_interval, family_level, not_resolved_reason, tally,
-                                 with_intercept)
+from attncap.claims.laws import (CLAIMED, LEVEL, NOT_RESOLVED, RIVAL, Difference, Exponent, LawComparison,
+                                 against_threshold, compare_groups, compare_laws, exponent_interval, family_level,
+                                 not_resolved_reason, tally, with_intercept)
 from attncap.theory import accuracy_bound
 
 TITLE = "Attention-only transformers memorize H·d_h + d associations"
@@ -398,8 +398,7 @@ def bound_sides(cells: dict[str, Difference], family: dict[str, Difference]) -> 
     """Each cell against a lower bound: CLAIMED when its interval lies above (every cell must, so each is read at
     95%), RIVAL when its family-wise interval (`family`, Bonferroni over every interval the check reads) lies
     below (any one decides, so the rival side errs ≤ 2.5% for the whole check), else NOT_RESOLVED."""
-    return {k: RIVAL if family[k].preferred == "b" else CLAIMED if cells[k].preferred == "a" else NOT_RESOLVED
-            for k in cells}
+    return {k: against_threshold(cells[k], family[k], 0.0) for k in cells}
 
 
 def _label(config: dict) -> str:

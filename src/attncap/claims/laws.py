@@ -109,6 +109,16 @@ def compare_laws(y, claimed_features, rival_features, *, claimed: str, rival: st
                          preferred_by_weight(w, weight=weight))
 
 
+def against_threshold(claimed: "Difference", family: "Difference", threshold: float, *, above: bool = True) -> str:
+    """A difference against `threshold` in a check that any one rival item decides: CLAIMED when its 95% interval
+    (`claimed`) lies wholly on the claimed side (above it, or below it with `above=False`); RIVAL when its
+    family-wise interval (`family`: `compare_groups` at `family_level` over every item the check reads) lies
+    wholly on the other side, so a false rival anywhere is ≤ 2.5% per check; else NOT_RESOLVED."""
+    if above:
+        return RIVAL if family.high < threshold else CLAIMED if claimed.low > threshold else NOT_RESOLVED
+    return RIVAL if family.low > threshold else CLAIMED if claimed.high < threshold else NOT_RESOLVED
+
+
 def preferred_by_weight(low: float, high: float | None = None, *, weight: float = LAW_WEIGHT) -> str:
     """The decision on the claimed law's Akaike weight, known exactly (`low` alone) or only to a range [low, high]
     (`weight_range`): CLAIMED when all of it is ≥ weight, RIVAL when all of it is ≤ 1 − weight, else NOT_RESOLVED

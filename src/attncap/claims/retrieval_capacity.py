@@ -19,9 +19,9 @@ from attncap import theory
 from attncap.claims import (DIVERGED, INCONCLUSIVE, MISSING, NOT_REPRODUCED, PARTIALLY, REPRODUCED,
                             CLAIM, SANITY, STILL_MOVING, UNDER_TRAINED, Certificate, Check, certify, every_cell_verdict, gate, listing,
                             missing_check)
-from attncap.claims.laws import (CLAIMED, NOT_RESOLVED, RIVAL, LawComparison, compare_groups, compare_laws,
-                                 exponent_interval, family_level, not_resolved_reason, preferred_by_weight, tally,
-                                 weight_range, with_intercept)
+from attncap.claims.laws import (CLAIMED, NOT_RESOLVED, RIVAL, LawComparison, against_threshold, compare_groups,
+                                 compare_laws, exponent_interval, family_level, not_resolved_reason,
+                                 preferred_by_weight, tally, weight_range, with_intercept)
 from attncap.precision import DECISION_RULE
 
 TITLE = "Linear vs softmax attention as associative memory"
@@ -823,7 +823,7 @@ def linear_gap(arm: pd.DataFrame, arm_name: str, source: str) -> Check:
         if not cert.ok:
             withheld.append(cert)
             continue
-        outcomes[mixer] = RIVAL if family.high < GAP else CLAIMED if diff.low > GAP else NOT_RESOLVED
+        outcomes[mixer] = against_threshold(diff, family, GAP)
     check = Check("mqar_gap", statement, source, measured, expected, tolerance, INCONCLUSIVE, rival=rival)
     detail = ("one seed per cell: no seed spread to resolve the gap against (the single-seed gaps are in measured)"
               if seeds < 2 else f"mixers {listing(unresolved(outcomes))}")
@@ -900,10 +900,7 @@ def _margin_check(check_id, statement, source, expected, rival, tolerance, arm, 
         if not cert.ok:
             withheld.append(cert)
             continue
-        if keeps:
-            outcomes[name] = CLAIMED if diff.high < DF_MARGIN else RIVAL if wide.low > DF_MARGIN else NOT_RESOLVED
-        else:
-            outcomes[name] = CLAIMED if diff.low > DF_MARGIN else RIVAL if wide.high < DF_MARGIN else NOT_RESOLVED
+        outcomes[name] = against_threshold(diff, wide, DF_MARGIN, above=not keeps)
     seeds = int(arm[arm["mixer"].isin(mixers + ["softmax"])].groupby(["mixer", "d_model", "kv_pairs"]).size().min())
     measured = {"seeds_per_cell": seeds, "items_claimed": sum(v == CLAIMED for v in outcomes.values()),
                 "items_rival": sorted(k for k, v in outcomes.items() if v == RIVAL),
