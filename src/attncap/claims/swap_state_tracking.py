@@ -236,7 +236,7 @@ def every_cell(outcomes: dict[str, str], decisions: dict, threshold: float, *,
     """`outcomes` of certified cells of an every-cell law, plus the mean test over them (`mean_decision`)
     when no single cell is resolved below: the item "mean over cells" is RIVAL when the mean is resolved
     below the threshold (a false rival: ≤ 2.5% from the cells at Bonferroni level, ≤ 2.5% from the mean).
-    `rising`: claimed cells whose runs never settled beyond T_train (`rising_cell`), so their estimate is a
+    `rising`: claimed cells whose runs never settled beyond T_train (`settled_beyond`), so their estimate is a
     lower bound; a mean over them cannot refute the law."""
     if len(outcomes) < 2 or RIVAL in outcomes.values() or set(rising) & set(outcomes):
         return outcomes
@@ -466,19 +466,18 @@ def stopped_when_solved(frame, mixer: str, n) -> Certificate:
                             names)
 
 
-def settled_beyond(frame, outcome: str, high=(), low=()) -> Certificate:
+def settled_beyond(frame, outcome: str, high=(), low=()) -> tuple[Certificate, bool]:
     """`stopped_when_solved` for the runs whose accuracy beyond T_train could still rise and overturn a cell's
     `outcome` (CLAIMED / RIVAL / NOT_RESOLVED): the runs the law needs high (`high`, (mixer, n) pairs) unless
     the cell is claimed, and those it needs low (`low`) unless the cell is rival; a rise of the others only
-    strengthens the outcome (a lower bound, as a run above the threshold passes whatever its state)."""
-    runs = (list(high) if outcome != CLAIMED else []) + (list(low) if outcome != RIVAL else [])
-    return Certificate.combine(stopped_when_solved(frame, mixer, n) for mixer, n in runs)
-
-
-def rising_cell(frame, outcome: str, high) -> bool:
-    """A claimed cell whose `high` runs ((mixer, n) pairs) never settled beyond T_train (`stopped_when_solved`):
-    `settled_beyond` lets it count, as a rise only strengthens the claim, but its estimate is a lower bound."""
-    return outcome == CLAIMED and not Certificate.combine(stopped_when_solved(frame, m, n) for m, n in high).ok
+    strengthens the outcome (a lower bound, as a run above the threshold passes whatever its state). Also
+    whether any of those others never settled: the cell then counts, but its estimate is only a bound, so a
+    mean over it cannot refute the law (`every_cell`'s `rising`)."""
+    needed = [*(high if outcome != CLAIMED else ()), *(low if outcome != RIVAL else ())]
+    spared = [*(high if outcome == CLAIMED else ()), *(low if outcome == RIVAL else ())]
+    needed_cert, spared_cert = (Certificate.combine(stopped_when_solved(frame, m, n) for m, n in runs)
+                                for runs in (needed, spared))
+    return needed_cert, not spared_cert.ok
 
 
 def _length_check(check: Check, frame, mixer: str, ns) -> Check:
@@ -489,13 +488,14 @@ def _length_check(check: Check, frame, mixer: str, ns) -> Check:
     outcomes, withheld, cells, decisions, rising = {}, [], {}, {}, set()
     for n in ns:
         d = decisions[f"n={n}"] = level_decision(frame, mixer, n, 4, SUCCESS, cells=len(ns), spread=spread)
-        if rising_cell(frame, d.outcome, [(mixer, n)]):
+        settle, bound_only = settled_beyond(frame, d.outcome, high=[(mixer, n)])
+        if bound_only:
             rising.add(f"n={n}")
         at_2t = _seeds(frame, mixer, n, 2)
         cells[f"n={n}"] = {**d.measured(), "2T": float(at_2t.mean()) if len(at_2t) else math.nan}
         cert = learned_certificate(frame, [mixer], [n])
         if cert.ok:
-            cert = settled_beyond(frame, d.outcome, high=[(mixer, n)])
+            cert = settle
         if cert.ok:
             outcomes[f"n={n}"] = d.outcome
         else:
@@ -570,9 +570,9 @@ def main_claim(frame: pd.DataFrame | None, control_frame: pd.DataFrame | None = 
                              "transformer": float(_seeds(frame, TRANSFORMER, n, mult).mean()),
                              "gap": d.estimate, "interval": [d.low, d.high], "outcome": d.outcome}
             decisions[key] = d
-            settle = settled_beyond(frame, d.outcome, high=[(DELTAFORMER, n)], low=[(TRANSFORMER, n)])
+            settle, bound_only = settled_beyond(frame, d.outcome, high=[(DELTAFORMER, n)], low=[(TRANSFORMER, n)])
             unsettled.append(settle)
-            if rising_cell(frame, d.outcome, [(DELTAFORMER, n)]):
+            if bound_only:
                 rising.add(key)
             if former_cert.ok and settle.ok:
                 equal[key] = d.outcome
@@ -649,9 +649,9 @@ def boundary_length(frame: pd.DataFrame | None) -> Check:
         key = f"n={lo} vs n={hi}"
         decisions[key] = d
         measured[f"drop {key}"] = {"drop": d.estimate, "interval": [d.low, d.high], "outcome": d.outcome}
-        settle = settled_beyond(frame, d.outcome, high=[(TRANSFORMER, lo)], low=[(TRANSFORMER, hi)])
+        settle, bound_only = settled_beyond(frame, d.outcome, high=[(TRANSFORMER, lo)], low=[(TRANSFORMER, hi)])
         unsettled.append(settle)
-        if rising_cell(frame, d.outcome, [(TRANSFORMER, lo)]):
+        if bound_only:
             rising.add(key)
         if settle.ok:
             equal[key] = d.outcome
@@ -713,9 +713,9 @@ def published_transformer(frame: pd.DataFrame | None, control_frame: pd.DataFram
         d = decisions[f"n={n}"] = level_decision(frame, TRANSFORMER, n, 4, SUCCESS, cells=len(relevant),
                                                  spread=spread)
         measured[f"n={n}"] = {**d.measured(), "solved": d.outcome}
-        settle = settled_beyond(frame, flip[d.outcome], low=[(TRANSFORMER, n)])
+        settle, bound_only = settled_beyond(frame, flip[d.outcome], low=[(TRANSFORMER, n)])
         unsettled.append(settle)
-        if rising_cell(frame, d.outcome, [(TRANSFORMER, n)]):
+        if bound_only:  # resolved solved on runs that never settled: a lower bound in the solved-space mean
             rising.add(f"n={n}")
         if settle.ok:
             equal[f"n={n}"] = d.outcome
