@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from attncap.experiments import retrieval_capacity as rc_exp
 from attncap.experiments.context import RunContext
 from attncap.models.lm import BatchedLM
-from attncap.models.mixers import short_convolution
+from attncap.models.mixers import padded_short_convolution, short_convolution
 
 
 @pytest.mark.parametrize("width", [1, 2, 4, 9])
@@ -24,6 +24,28 @@ def test_short_convolution_is_a_causal_depthwise_conv1d_per_model(width):
     later = x.clone()
     later[:, :, 4:] += 1.0  # changing positions ≥ 4 leaves the outputs before 4 unchanged
     torch.testing.assert_close(short_convolution(later, w)[:, :, :4], out[:, :, :4], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("shape, width", [((9, 4, 16, 24), 4), ((3, 2, 7, 5), 9), ((2, 3, 2, 6), 4), ((2, 3, 7, 5), 1),
+                                          ((2, 2, 3, 5, 6), 3)])
+def test_the_in_place_convolution_gives_the_padded_forms_numbers_bit_for_bit(shape, width):
+    """short_convolution's own backward (no padded copies) against the padded form autograd differentiates: the
+    output, the gradient reaching the op before it (summed from every tap) and the filter's gradient are equal
+    bit for bit in float32, so E5's numbers do not move with it; gradcheck confirms the backward in float64."""
+    def run(conv):
+        g = torch.Generator().manual_seed(sum(shape) + width)
+        leaf = torch.randn(*shape, generator=g, requires_grad=True)
+        mix = torch.randn(shape[-1], shape[-1], generator=g) / math.sqrt(shape[-1])
+        w = torch.randn(shape[0], shape[-1], width, generator=g, requires_grad=True)
+        out = conv(leaf @ mix, w)  # x made by an op, as in a block: the taps' gradients are summed into it
+        (out * torch.randn(out.shape, generator=g)).sum().backward()
+        return out.detach(), leaf.grad, w.grad
+
+    for fast, plain in zip(run(short_convolution), run(padded_short_convolution)):
+        assert torch.equal(fast, plain)
+    x = torch.randn(2, 3, 5, 4, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(2, 4, min(width, 4), dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(short_convolution, (x, w))
 
 
 def _lm(**kw):

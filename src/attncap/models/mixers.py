@@ -172,6 +172,55 @@ def deltaformer(q, k, v, beta=None, *, kernel: str = "exp", return_values: bool 
     return (out, values) if return_values else out
 
 
+def _conv_taps(weight: torch.Tensor, x: torch.Tensor) -> list[torch.Tensor]:
+    """weight (M, C, W)'s taps, each shaped to broadcast over x (M, ..., T, C)."""
+    view = (weight.shape[0],) + (1,) * (x.dim() - 2) + (weight.shape[1],)
+    return [weight[..., j].reshape(view) for j in range(weight.shape[-1])]
+
+
+class _ShortConvolution(torch.autograd.Function):
+    """The causal depthwise convolution with its own backward, computed in place on time-shifted views.
+
+    The plain form (a zero-padded copy of x per tap, then multiply and add) let autograd build the same
+    sums from full-size padded tensors: on the CPU the memory traffic of those copies was 43% of an MQAR
+    step (E5, d = 64). Every sum here is the one autograd formed, in the same order, so values and
+    gradients are bitwise those of the plain form (tests/test_short_conv.py checks it): each product is the
+    same, adding a padded zero leaves a sum as it was, and the gradient of each tap is reduced from the
+    same full-size product (zeros where the tap reads before position 0)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        taps, width = _conv_taps(weight, x), weight.shape[-1]
+        out = x * taps[width - 1]
+        for lag in range(1, min(width, x.shape[-2])):
+            out[..., lag:, :] += x[..., :-lag, :] * taps[width - 1 - lag]
+        ctx.save_for_backward(x, weight)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        x, weight = ctx.saved_tensors
+        taps, width = _conv_taps(weight, x), weight.shape[-1]
+        lags = range(1, min(width, x.shape[-2]))
+        grad_x = grad_weight = None
+        if ctx.needs_input_grad[0]:
+            # autograd summed the taps' contributions latest-created first, the current position's last
+            grad_x = torch.zeros_like(x)
+            for lag in reversed(lags):
+                grad_x[..., :-lag, :] += grad[..., lag:, :] * taps[width - 1 - lag]
+            grad_x += grad * taps[width - 1]
+        if ctx.needs_input_grad[1]:
+            over = list(range(1, x.dim() - 1))  # batch and time: what a tap is broadcast over
+            grad_weight = torch.zeros_like(weight)
+            grad_weight[..., width - 1] = (grad * x).sum(over, keepdim=True).reshape(weight.shape[:2])
+            product = torch.empty_like(x)
+            for lag in lags:
+                product[..., :lag, :] = 0
+                torch.mul(grad[..., lag:, :], x[..., :-lag, :], out=product[..., lag:, :])
+                grad_weight[..., width - 1 - lag] = product.sum(over, keepdim=True).reshape(weight.shape[:2])
+        return grad_x, grad_weight
+
+
 def short_convolution(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """Causal depthwise convolution over time: out[t, c] = Σ_j weight[c, j] · x[t − (W−1) + j, c].
 
@@ -180,14 +229,19 @@ def short_convolution(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     convolution that recall models put before the mixer (Zoology's BaseConv, the ShortConvolution of
     flash-linear-attention's GLA/DeltaNet/Mamba-2 layers): with it, position t can carry the token
     before it, so the previous-token head of the recall circuit need not be learned from positions.
-    Computed as W shifted multiply-adds (W is 2-4), which is cheaper than a grouped conv1d on a CPU core.
+    Computed as W shifted multiply-adds (W is 2-4), which is cheaper than a grouped conv1d on a CPU core,
+    in place on shifted views (`_ShortConvolution`).
     """
-    width = weight.shape[-1]
-    view = (weight.shape[0],) + (1,) * (x.dim() - 2) + (weight.shape[1],)
-    out = x * weight[..., width - 1].reshape(view)
+    return _ShortConvolution.apply(x, weight)
+
+
+def padded_short_convolution(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """`short_convolution` in its plain form, one zero-padded copy of x per tap, differentiated by autograd:
+    the reference its fast form is tested against, bit for bit."""
+    taps, width = _conv_taps(weight, x), weight.shape[-1]
+    out = x * taps[width - 1]
     for lag in range(1, min(width, x.shape[-2])):
-        tap = weight[..., width - 1 - lag].reshape(view)
-        out = out + F.pad(x[..., :-lag, :], (0, 0, lag, 0)) * tap
+        out = out + F.pad(x[..., :-lag, :], (0, 0, lag, 0)) * taps[width - 1 - lag]
     return out
 
 
