@@ -852,6 +852,31 @@ def test_stage_cap_continues_a_length_only_while_its_loss_falls(monkeypatch):
         assert row["stage_budget_stop"]
 
 
+def test_a_run_still_falling_at_its_last_length_is_continued_at_the_continuation_rate(monkeypatch):
+    """With `stage_cap`, the last length may use the rest of the budget; with `continue_cap` too, a run still falling
+    there at the budget goes on at `continue_lr` of the peak rate, up to the cap, and stops where its loss settles
+    (plateau) or at the cap (max_steps). Without `continue_cap` it ends at the budget, as before."""
+    spec = dict(SMALL, n_objects=[5], models=["softmax"], depths=[1], positional="learned", schedule="constant",
+                stage_steps=10, stage_cap=25, steps=100, curriculum_start=8, T_train=8, check_every=5)
+    ctx = RunContext.create(claim="swap_state_tracking", experiment="S4", part="n5-softmax-L1", tier="test")
+
+    def run_with(settled, **changes):
+        looks = itertools.count(1)
+        monkeypatch.setattr(experiment, "plateau_settled", lambda *a, **k: settled(next(looks)))
+        rows = experiment.run("S4", {**spec, **changes}, ctx)
+        return rows.loc[rows["test_multiplier"] == 1].iloc[0]
+
+    falling = run_with(lambda look: False)
+    assert (falling["steps_run"], falling["stop_reason"]) == (100, "max_steps")
+    capped = run_with(lambda look: False, continue_cap=2, continue_lr=0.1)
+    assert (capped["steps_run"], capped["stop_reason"], capped["continue_lr"]) == (200, "max_steps", 0.1)
+    assert capped["lr_last10"] == pytest.approx(0.1)  # its last tenth ran at the continuation's rate
+    # the looks at the length's budget (steps 10..100, every 5) all read falling; the run then settles at its 3rd
+    # look past the budget
+    settled = run_with(lambda look: look > 19 + 2, continue_cap=2, continue_lr=0.1)
+    assert settled["stop_reason"] == "plateau" and 100 < settled["steps_run"] < 200
+
+
 def protocol_table(former=0.99, transformer=(0.4, 0.45, 0.5), learned_n3=(16, 16, 16), learned_n5=(4, 4, 4),
                    learned_n4=(8, 8, 8), former_reason="solved", former_steps=3000, moving=(), seed=0, start=2):
     """Synthetic S4: DeltaFormer L1 and Transformers L1/L2/L4 at n = 3, 4, 5, T_train = 16 (one seed), the

@@ -35,7 +35,10 @@ without it); one that reaches its step limit still following is `max_steps`, wha
 `continue_cap` (budgets, default 1) certifies a failure to learn: a model that has not solved T_train by the
 budget goes on at the final rate while its loss at its current length still falls (the plateau rule of
 `stage_cap`), up to continue_cap·steps; its stop_reason is that decision (`plateau`: settled before the cap,
-`max_steps`: still falling at the cap), and it is promoted or solves on the way as it would within the budget.
+`max_steps`: still falling at the cap), and it is promoted or solves on the way as it would within the budget;
+`continue_lr` (a fraction of the peak rate; default None, the schedule's final rate) is the rate of those steps.
+With `stage_cap` (the last length may use the rest of the budget), a model still falling at its last length at the
+budget is one the continuation extends, up to the same cap.
 S4 is the paper's own protocol (T_train = 16, a 1-layer DeltaFormer beside 1/2/4-layer Transformers) and
 the Transformer's in-distribution frontier (the curriculum's last length learned, per depth and n); S5 is
 DeltaFormer's readout beyond T_train (`readouts`: no positions, a learned temperature; see READOUTS).
@@ -78,9 +81,9 @@ DEFAULTS = {"tokens_per_swap": 1, "adam_betas": [0.9, 0.999], "curriculum_start"
             "check_batches": 2, "promote_accuracy": 0.95, "stop_accuracy": 0.99, "stop_checks": 10,
             "mixed_lengths": False, "positional": "rotary", "schedule": "cosine", "stage_steps": None, "stage_cap": None,
             "readout_temperature": False, "follow_multiplier": None, "follow_checks": 10, "follow_gain": 0.01,
-            "follow_cap": 1, "embed_std": None, "continue_cap": 1}
+            "follow_cap": 1, "embed_std": None, "continue_cap": 1, "continue_lr": None}
 RECIPE_KEYS = ("mixed_lengths", "positional", "schedule", "stage_steps", "stage_cap", "readout_temperature",
-               "follow_multiplier", "follow_cap", "embed_std", "continue_cap")
+               "follow_multiplier", "follow_cap", "embed_std", "continue_cap", "continue_lr")
 EXPERIMENTS = ("S1", "S2", "S3", "S4", "S5")
 READOUTS = {
     "rotary": {"positional": "rotary", "readout_temperature": False},
@@ -379,7 +382,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     settings = TrainSettings(steps=spec["steps"], lr=spec["lr"], optimizer="adamw", betas=tuple(spec["adam_betas"]),
                              weight_decay=spec["weight_decay"], warmup_steps=spec["warmup_steps"],
                              schedule=spec["schedule"], final_lr_fraction=spec["final_lr_fraction"],
-                             clip_norm=spec["clip"])
+                             clip_norm=spec["clip"], continue_lr_fraction=spec["continue_lr"])
     stages = curriculum(spec)
     stage = [0] * len(grid)  # index into `stages`, per model
     reached = [{stages[0]: 0} for _ in grid]  # training length → step at which the model reached it
@@ -396,6 +399,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     rows = list(range(len(grid)))  # the models on the axis: a stopped one is dropped (train_batched(narrow=...))
     stage_cap = max(spec["stage_cap"] or 0, spec["stage_steps"] or 0)
     continued_lengths = stage_cap > (spec["stage_steps"] or 0)  # a length still falling may go past its budget
+    continue_steps = math.ceil(spec["continue_cap"] * spec["steps"])  # a run's step limit with `continue_cap`
 
     def length_cap(i: int, L: int) -> int:
         """How many steps model i may spend at length L while its loss there still falls: `stage_cap`, except
@@ -404,9 +408,10 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         run that reached it early may use the rest of the step budget, which is the same for every run (the
         protocol compares models at equal budgets). So every run still falling at the last length when the budget
         ends is a stage-budget stop (`max_steps`), however late it reached that length (once it had `stage_steps`
-        there); this also ends it at `steps`, before `continue_cap` could extend it (no config combines the two)."""
+        there). With `continue_cap` the run's budget is the continuation's cap: a run still falling there at the
+        budget goes on (`certified`) and this cap must not end it at the budget."""
         if L == stages[-1] and continued_lengths:
-            return spec["steps"] - reached[i][L]
+            return max(spec["steps"], continue_steps) - reached[i][L]
         return stage_cap
     extended = [False] * len(grid)  # kept training past the budget by `continue_cap` (its loss still fell there)
     train_norm = torch.zeros(len(grid))
@@ -517,7 +522,6 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     # other model counts as certified there, so it stops at the budget as it would without a continuation.
     # With `continue_cap`, a model that has not solved T_train goes on only while its loss at its length still falls,
     # and that decision is its stop_reason (`stage_settled`), made once per model.
-    continue_steps = math.ceil(spec["continue_cap"] * spec["steps"])
 
     def fresh(i) -> bool:
         return fresh_length(reached[i][stages[stage[i]]], len(loss_log), spec["check_every"])
