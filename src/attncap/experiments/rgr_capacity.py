@@ -162,15 +162,10 @@ def step_cap(spec: dict) -> int:
     return max(int(t["steps"]), int(t.get("max_steps") or t["steps"]))
 
 
-STOP_REASONS = ("target", "plateau", "budget", "cap", "diverged")
-"""Why a trained scorer stopped: `target` (F1 reached), `plateau` (best F1 gained < min_delta for `patience`
-steps), `budget` (steps ran out while still improving, no continuation configured), `cap` (continued past the
-budget while still improving, up to `max_steps`, and still improving there), `diverged` (F1 never finite)."""
-
-
 class PatienceRule:
     """Claim 4's learning certificate, one per model: settled at the first evaluation with F1 >= target, or once
-    the best F1 has not risen by `min_delta` for `patience` steps. `train_requests` stops (freezes) a model when
+    the best F1 has not risen by `min_delta` for `patience` steps; `diverged` at the first evaluation where its loss
+    or threshold is not finite (its stop reasons: attncap.claims.rgr_capacity.STOP_REASONS). `train_requests` stops (freezes) a model when
     it settles, and passes `until_certified` to the training loop, so a model still improving at the budget is
     continued by the same rule (at the same constant learning rate) until it settles or reaches the cap."""
 
@@ -183,13 +178,18 @@ class PatienceRule:
         self.done_step = np.full(n, -1)
         self.stopped = np.full(n, "", dtype=object)
 
-    def observe(self, steps: int, f1: np.ndarray, models: np.ndarray, end: str | None = None) -> list[int]:
+    def observe(self, steps: int, f1: np.ndarray, models: np.ndarray, end: str | None = None,
+                finite: np.ndarray | None = None) -> list[int]:
         """Record F1 (one value per index in `models`) after `steps` steps; return the models whose best F1
         rose (their weights are the new snapshot). `end`: the reason given to models still unsettled because
-        training ends here ("budget" or "cap")."""
+        training ends here ("budget" or "cap"). `finite`: per index, whether the model's loss and threshold are
+        finite; one that is not has diverged (its F1 reads 0 on non-finite scores, which is no measurement)."""
         improved = []
-        for i, value in zip(models, f1):
+        for j, (i, value) in enumerate(zip(models, f1)):
             if self.done[i]:
+                continue
+            if finite is not None and not finite[j]:
+                self.done[i], self.done_step[i], self.stopped[i] = True, steps, "diverged"
                 continue
             if value > self.best[i]:
                 self.best[i] = value
@@ -265,7 +265,7 @@ def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict,
         own = loss(model.scores_of(active, x, temperature), model.tau[index], active)
         return torch.zeros(n, dtype=own.dtype, device=device).index_copy(0, index, own)
 
-    def on_step(step, _losses, _batch):
+    def on_step(step, losses, _batch):
         end = "cap" if step + 1 == cap and cap > t["steps"] else "budget" if step + 1 == cap else None
         if step % t["eval_every"] and end is None and step + 1 != t["steps"]:
             return None
@@ -273,7 +273,8 @@ def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict,
         with torch.no_grad():
             index = torch.as_tensor(active, device=device)
             f1 = f1_per_model(bank.scores_of(active, x), bank.tau[index], adj[index], valid[index]).cpu().numpy()
-        for i in rule.observe(step + 1, f1, active, end):
+            finite = (torch.isfinite(losses[index]) & torch.isfinite(bank.tau[index])).cpu().numpy()
+        for i in rule.observe(step + 1, f1, active, end, finite):
             snapshots[i] = bank.model_weights(i)
         return torch.as_tensor(rule.done.copy())
 
@@ -298,7 +299,8 @@ def train_requests(cell: dict, requests: list[tuple[int, int, int]], spec: dict,
             scores = head_scores(torch.tensor(datas[seed]["x"]), wq.double().cpu(), wk.double().cpu()).amax(0)
         row = dict(common, tau=tau,
                    stopped="target" if rule.best[i] >= t["target_f1"] else (
-                       "diverged" if not np.isfinite(rule.best[i]) or not math.isfinite(float(tau)) else rule.stopped[i]))
+                       "diverged" if rule.stopped[i] == "diverged" or not np.isfinite(rule.best[i])
+                       or not math.isfinite(float(tau)) else rule.stopped[i]))
         row.update(_metrics(scores.numpy(), tau, datas[seed]))
         results.append(row)
     return results
