@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -516,11 +517,16 @@ def test_residual_falsified():
 
 
 def test_fit_at_bound_falsified():
-    """Claimed: the count exceeds b = 7H+1 (here 20·H); rival: capacity below the bound (0.6·b)."""
+    """Claimed: the count exceeds b = 7H+1 (here 20·H); rival: capacity below the bound (0.6·b) at every H, where
+    the runs at small T still fit (below any capacity): decided per H, no H fits every T ≤ b, so the rival's table
+    reads not reproduced (counted run by run it read partially). Below the bound at H = 1 only: partially."""
     claimed, rival = _noisy(lambda h: 20 * h, grid=GRID), _noisy(lambda h: 0.6 * (7 * h + 1), grid=GRID)
+    one_head = _noisy(lambda h: 0.6 * (7 * h + 1) if h == 1 else 20 * h, grid=GRID)
     for exp_id in ("M2", "M6"):
         assert claim.check_fit_at_bound(claimed, exp_id).verdict == REPRODUCED
-        assert claim.check_fit_at_bound(rival, exp_id).verdict in (NOT_REPRODUCED, PARTIALLY)
+        check = claim.check_fit_at_bound(rival, exp_id)
+        assert check.verdict == NOT_REPRODUCED and 0 < check.measured["passing"] < check.measured["runs"]
+        assert claim.check_fit_at_bound(one_head, exp_id).verdict == PARTIALLY
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -530,7 +536,7 @@ def test_linear_in_heads_falsified(seed):
     assert claimed.verdict == REPRODUCED, claimed.measured
     assert claimed.rival and claimed.kind == "claim"
     sublinear = claim.check_linear_in_heads(_noisy(lambda h: 60 * math.sqrt(h), seed, heads=heads, grid=GRID))
-    assert sublinear.verdict in (NOT_REPRODUCED, PARTIALLY), sublinear.measured
+    assert sublinear.verdict == NOT_REPRODUCED, sublinear.measured  # its line's slope ≥ 7 is no evidence
     assert sublinear.measured["outcomes"]["shape"] == "rival"
     # the whole rival, √H growth whose linear slope is also below the bound's n − 1 = 7: nothing holds
     whole = claim.check_linear_in_heads(_noisy(lambda h: 20 * math.sqrt(h), seed, heads=heads, grid=GRID))
@@ -539,7 +545,7 @@ def test_linear_in_heads_falsified(seed):
     # superlinear growth (M ∝ H^1.4, as steep as the bound at H = 1) beats √H like a line does: the spec's log-log
     # range refuses it (the reference's counts give 1.29 [1.20, 1.39])
     steep = claim.check_linear_in_heads(_noisy(lambda h: 30 * h**1.4, seed, heads=heads, grid=GRID))
-    assert steep.verdict in (NOT_REPRODUCED, PARTIALLY) and steep.measured["outcomes"]["loglog"] == "rival"
+    assert steep.verdict == NOT_REPRODUCED and steep.measured["outcomes"]["loglog"] == "rival"
     # linear, but with a slope below the bound's n − 1 = 7 per head
     shallow = claim.check_linear_in_heads(_noisy(lambda h: 40 + 3 * h, seed, heads=heads, grid=GRID))
     assert shallow.verdict in (NOT_REPRODUCED, PARTIALLY), shallow.measured
@@ -569,6 +575,16 @@ def test_monotone_n_falsified(seed):
     assert claim.check_monotone_n(_by_n(lambda n: 20 * min(n, 4) if n < 16 else 40, seed)).verdict == PARTIALLY
 
 
+def test_small_falls_that_add_up_are_seen():
+    """Each step of a steady 3% fall per doubling of n lies inside the 5% margin, but from n = 2 to 16 M falls 9%:
+    the pairs beyond neighbours read it (per step only, the table read reproduced)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys.modules[__name__], "NOISE", 0.004)
+        check = claim.check_monotone_n(_by_n(lambda n: 400 * 0.97 ** math.log2(n)))
+    assert check.verdict == PARTIALLY and check.measured["outcomes"]["2->16"] == "rival"
+    assert all(check.measured["outcomes"][f"{a}->{b}"] != "rival" for a, b in ((2, 4), (4, 8), (8, 16)))
+
+
 def test_monotone_n_inside_the_spread_is_not_resolved():
     check = claim.check_monotone_n(_by_n(lambda n: 100))
     assert check.verdict == INCONCLUSIVE and check.reason.startswith("not resolved")
@@ -593,12 +609,20 @@ def _by_dh(M_of_dh, seed=0):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_head_size_falsified(seed):
+def test_head_size_falsified(seed, monkeypatch):
+    """The plateau is the spec's "within 15% of M(d_h = n)" over the measured d_h ≥ n (8 to 32 here: a power law may
+    grow by at most 15% over those two doublings, not 15% per doubling). At the default noise that is often inside
+    the seed spread (never the wrong verdict); with a quarter of it the flat table reads reproduced and one growing
+    7% per doubling (21% from 8 to 32, which the per-doubling reading passed) does not."""
     good = _by_dh(lambda dh: 30 * min(dh, 8), seed)
     assert claim.check_head_size_gain(good).verdict == REPRODUCED
-    assert claim.check_head_size_plateau(good).verdict == REPRODUCED
+    assert claim.check_head_size_plateau(good).verdict in (REPRODUCED, INCONCLUSIVE)
     # rival of the plateau: M keeps growing with d_h beyond n, as below it
     assert claim.check_head_size_plateau(_by_dh(lambda dh: 30 * dh, seed)).verdict == NOT_REPRODUCED
+    monkeypatch.setattr(sys.modules[__name__], "NOISE", NOISE / 4)
+    assert claim.check_head_size_plateau(_by_dh(lambda dh: 30 * min(dh, 8), seed)).verdict == REPRODUCED
+    creeping = claim.check_head_size_plateau(_by_dh(lambda dh: 30 * min(dh, 8) * (max(dh, 8) / 8) ** 0.1, seed))
+    assert creeping.verdict != REPRODUCED
 
 
 def test_head_size_gain_falsified_by_no_gain():
@@ -613,6 +637,21 @@ def test_nonshared_falsified(seed):
     shared = _noisy(lambda h: 20 * h, seed, grid=GRID)
     assert claim.check_nonshared(shared, _noisy(lambda h: 40 * h, seed + 10, grid=GRID)).verdict == REPRODUCED
     assert claim.check_nonshared(shared, _noisy(lambda h: 10 * h, seed + 10, grid=GRID)).verdict == NOT_REPRODUCED
+
+
+def test_a_false_rival_somewhere_is_rare_per_check():
+    """M5 decides "rival" when any H is: at the margin's edge (non-shared exactly 5% below shared at every H), a
+    rival side at 95% per H read a false fall in about 6% of checks; at the family level over the H it is ≤ 2.5% plus
+    the draw's noise."""
+    rng = np.random.default_rng(0)
+    falls = 0
+    draws = 300
+    for _ in range(draws):
+        shared, other = (_trained(lambda h: 20 * h, seeds=(0, 1, 2)) for _ in range(2))
+        shared["memorized"] *= np.exp(rng.normal(0, NOISE, len(shared)))
+        other["memorized"] *= 0.95 * np.exp(rng.normal(0, NOISE, len(other)))
+        falls += claim.check_nonshared(shared, other).verdict in (NOT_REPRODUCED, PARTIALLY)
+    assert falls / draws <= 0.04, falls
 
 
 def test_count_laws_refuse_counts_censored_by_the_grid():
