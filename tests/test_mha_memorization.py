@@ -685,6 +685,12 @@ def test_saturation_is_a_sanity_check_decided_over_runs():
     assert check.kind == "sanity" and check.verdict == REPRODUCED
     untrained = table.assign(sat_frac=table["sat_frac_init"] - rng.uniform(0.0, 0.01, len(table)))
     assert claim.check_saturation(untrained).verdict == NOT_REPRODUCED
+    # one unsettled run withholds its H only: the check is decided on the other H, and names the one withheld
+    moving = trained.copy()
+    one = moving.index[(moving["heads"] == 2) & (moving["T"] >= moving["bound_b"]) & (moving["accuracy"] < 0.9)][0]
+    moving.loc[one, "loss_drop_last10"] = 0.3
+    check = claim.check_saturation(moving)
+    assert check.verdict == REPRODUCED and "heads=2" in check.reason and "2" not in check.measured["outcomes"]
 
 
 def test_assumption_checks_falsified():

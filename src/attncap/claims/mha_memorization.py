@@ -59,6 +59,17 @@ def _certified(check: Check, *frames, stands: str | None = None) -> Check:
     return gate(check, PRECONDITION, certificate(*frames), stands=stands)
 
 
+def _certified_runs(check: Check, runs: pd.DataFrame, by: list[str], decide) -> Check:
+    """Gate a check read run by run (not through memorization counts) on its runs' certificates, withholding only
+    the configurations (`by`, every seed) with an uncertified run and deciding again on the rest when it can
+    (`gate_certified_part`)."""
+    cert = certificate(runs)
+    if cert.ok or not len(runs):
+        return gate(check, PRECONDITION, cert)
+    passed = runs.apply(run_status, axis=1).eq(LEARNED) & (runs["steps"] >= MIN_STEPS)
+    return gate_certified_part(check, decide, runs, PRECONDITION, cert, passed, by)
+
+
 def deciding_runs(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """The runs a memorization count M (per `by` + seed) depends on: the run at the argmax and every run
     with T > M, whose accuracy·T more training could still raise above M. Runs with T ≤ M cannot (their
@@ -540,7 +551,7 @@ def check_saturation(m2) -> Check:
     if check.verdict == INCONCLUSIVE:
         check.reason = not_resolved_reason("the change lies inside the run-to-run spread", "H = " + ", ".join(
             k for k, v in outcomes.items() if v == NOT_RESOLVED))
-    return _certified(check, cells)
+    return _certified_runs(check, cells, ["heads"], check_saturation)
 
 
 # ---- M8: assumptions -------------------------------------------------------------------------
