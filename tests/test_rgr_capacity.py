@@ -733,6 +733,19 @@ def test_a_scorer_whose_loss_goes_non_finite_is_recorded_as_diverged():
     assert all(r["steps_run"] == spec["train"]["eval_every"] + 1 for r in rows)  # the first evaluation
 
 
+def test_an_uncertified_search_withholds_its_cell_only():
+    """A deciding training still improving at its budget withholds the cell it decides, not the check: the check is
+    decided on the other cells (reason naming the one withheld), unless they cannot decide it alone."""
+    cells = {(64, 16, "permutation", 1): {1: 40, 2: 20, 4: 24}, (128, 16, "permutation", 1): {1: 90, 2: 40, 4: 30}}
+    table = _search_table(cells)
+    assert claims.checks({"R2": table})[2].verdict == REPRODUCED  # heads help in both compressed cells
+    moving = (table["row_type"] == "eval") & (table["cell"] == "m128-d16-k0")
+    table.loc[moving, "stopped"] = "budget"
+    check = claims.checks({"R2": table})[2]
+    assert check.verdict == REPRODUCED and "m128-d16-k0" in check.reason and "step budget" in check.reason
+    assert check.measured["withheld_configurations"] == 1
+
+
 def test_heads_help_unresolved_between_seeds():
     """One head best in seed 1, two heads in seed 0: the seed ranges overlap, not resolved."""
     table = _search_table({(64, 16, "permutation", 1): {1: 24, 2: 20}})

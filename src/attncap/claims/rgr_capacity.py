@@ -21,7 +21,7 @@ import pandas as pd
 from scipy import stats
 
 from attncap.claims import (DIVERGED, INCONCLUSIVE, MISSING, NOT_REPRODUCED, PARTIALLY, REPRODUCED, STILL_MOVING,
-                            CERTIFIED, Certificate, Check, Failure, gate, listing, missing_check)
+                            CERTIFIED, Certificate, Check, Failure, gate, gate_certified_part, listing, missing_check)
 from attncap.claims.laws import (CLAIMED, LAW_WEIGHT, LEVEL, NOT_RESOLVED, RIVAL, compare_laws, not_resolved_reason,
                                  tally)
 
@@ -354,6 +354,18 @@ def law_decision(points: pd.DataFrame) -> dict:
     return out
 
 
+def _gated_by_cell(decide, trained: pd.DataFrame | None, cert: Certificate) -> Check:
+    """`decide(trained)` gated on the searches' certificate, withholding only the cells with an uncertified deciding
+    training (their run names start with the cell) and deciding again on the other cells when it can
+    (`gate_certified_part`)."""
+    check = decide(trained)
+    if cert.ok or trained is None or trained.empty:
+        return gate(check, PRECONDITION, cert)
+    withheld = {name.split(" ")[0] for failure in cert.failures for name in failure.runs}
+    passed = ~trained["cell"].isin(withheld)
+    return gate_certified_part(check, decide, trained, PRECONDITION, cert, passed, ["cell"])
+
+
 def checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
     trained = search_rows(tables, "trained")
     built = search_rows(tables, "constructed")
@@ -367,10 +379,10 @@ def checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
         uncompressed = _uncompressed(summary)["cell"]
         compressed = _compressed(summary)["cell"]
     return [
-        gate(capacity_law(trained, built), PRECONDITION, searched()),
-        gate(one_head_uncompressed(trained), PRECONDITION, searched(uncompressed)),
-        gate(heads_help_compressed(trained), PRECONDITION, searched(compressed)),
-        gate(best_h_grows(trained), PRECONDITION, searched(compressed)),
+        _gated_by_cell(lambda rows: capacity_law(rows, built), trained, searched()),
+        _gated_by_cell(one_head_uncompressed, trained, searched(uncompressed)),
+        _gated_by_cell(heads_help_compressed, trained, searched(compressed)),
+        _gated_by_cell(best_h_grows, trained, searched(compressed)),
         gate(sharp_threshold(tables.get("R1")), PRECONDITION, certificate(tables, ("R1",))),
     ]
 
