@@ -654,6 +654,20 @@ def test_a_false_rival_somewhere_is_rare_per_check():
     assert falls / draws <= 0.04, falls
 
 
+def test_an_unsettled_count_withholds_its_head_count_only():
+    """M5 reads two tables: a count resting on an unsettled run withholds its H (in both arms), and the check is
+    decided on the other H, its reason naming the one withheld."""
+    shared, other = _noisy(lambda h: 20 * h, 0, grid=GRID), _noisy(lambda h: 40 * h, 10, grid=GRID)
+    assert claim.check_nonshared(shared, other).verdict == REPRODUCED
+    runs = claim.memorization(other, ["heads"])
+    top = runs[runs["heads"] == 8].iloc[0]
+    row = other.index[(other["heads"] == 8) & (other["seed"] == top["seed"]) & (other["T"] == top["T_argmax"])]
+    moving = other.copy()
+    moving.loc[row, ["loss_drop_last10", "accuracy"]] = [0.3, 0.5]
+    check = claim.check_nonshared(shared, moving)
+    assert check.verdict == REPRODUCED and "heads=8" in check.reason and "8" not in check.measured["outcomes"]
+
+
 def test_count_laws_refuse_counts_censored_by_the_grid():
     """A count that fitted every T of its grid is only a lower bound: censored counts sit at the grid's top and
     read as flat or equal. Drawn from each law's rival and cut by a short grid (T ≤ 256), none may pass."""

@@ -106,16 +106,24 @@ def memorization_certificate(frame, by: list[str]) -> Certificate:
 
 def _gated(check: Check, *tables_by, decide=None) -> Check:
     """Gate a check on the certificate of the runs its memorization counts depend on. With `decide` (the check
-    function, for a check on one table) only the configurations (`by`, every seed) whose count rests on an
-    uncertified run are withheld, and the check is decided again on the rest when it can (`gate_certified_part`)."""
+    function, called with one frame per table) only the configurations (`by`, every seed, in every table) whose
+    count rests on an uncertified run are withheld, and the check is decided again on the rest when it can
+    (`gate_certified_part`). The tables are keyed alike (the first table's `by`)."""
     cert = Certificate.combine([memorization_certificate(t, by) for t, by in tables_by])
-    if decide is None or len(tables_by) != 1 or cert.ok:
+    if decide is None or cert.ok:
         return gate(check, PRECONDITION, cert)
-    frame, by = tables_by[0]
-    counts = certified_counts(frame, by).set_index(by + ["seed"])["certified"]
-    passed = pd.Series(counts.reindex(pd.MultiIndex.from_frame(frame[by + ["seed"]])).fillna(False).to_numpy(bool),
-                       index=frame.index)
-    return gate_certified_part(check, decide, frame, PRECONDITION, cert, passed, by)
+    frames = []
+    for i, (frame, by) in enumerate(tables_by):
+        counts = certified_counts(frame, by).set_index(by + ["seed"])["certified"]
+        passed = counts.reindex(pd.MultiIndex.from_frame(frame[by + ["seed"]])).fillna(False).to_numpy(bool)
+        frames.append(frame.assign(_table=i, _passed=passed))
+    combined = pd.concat(frames, ignore_index=True)
+
+    def split(part: pd.DataFrame) -> list[pd.DataFrame]:
+        return [part[part["_table"] == i].drop(columns=["_table", "_passed"]) for i in range(len(tables_by))]
+
+    return gate_certified_part(check, lambda part: decide(*split(part)), combined, PRECONDITION, cert,
+                               combined["_passed"], tables_by[0][1])
 
 
 def memorization(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -510,7 +518,8 @@ def check_nonshared(m2, m5) -> Check:
                                            "H = " + ", ".join(str(h) for h, v in outcomes.items() if v == NOT_RESOLVED))
     withhold_censored(check, pd.concat([shared_runs[shared_runs["heads"].isin(common)],
                                         other_runs[other_runs["heads"].isin(common)]]), "M2 or M5")
-    return _gated(check, (m2[m2["heads"].isin(common)], ["heads"]), (m5[m5["heads"].isin(common)], ["heads"]))
+    return _gated(check, (m2[m2["heads"].isin(common)], ["heads"]), (m5[m5["heads"].isin(common)], ["heads"]),
+                  decide=check_nonshared)
 
 
 NONSHARED_MARGIN = 0.05
