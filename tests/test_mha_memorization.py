@@ -668,6 +668,20 @@ def test_an_unsettled_count_withholds_its_head_count_only():
     assert check.verdict == REPRODUCED and "heads=8" in check.reason and "8" not in check.measured["outcomes"]
 
 
+def test_a_settled_failure_at_the_bound_is_not_withheld_by_unsettled_passes():
+    """fit_at_bound's passes are lower bounds: a 1-head failure that settled reads partially beside passing runs whose
+    loss still moves (they could only keep passing); the same failure unsettled is withheld."""
+    table = _noisy(lambda h: 0.6 * (7 * h + 1) if h == 1 else 20 * h, grid=GRID)
+    below = table["T"] <= table["bound_b"]
+    failing = below & (table["accuracy"] < 1.0)
+    assert failing.any() and (table.loc[failing, "heads"] == 1).all()
+    table.loc[below & ~failing, "loss_drop_last10"] = 0.3  # the passing runs still move
+    regression = table.assign(accuracy=np.nan)  # M6's rows: relative MSE only, no accuracy to call them saturated
+    assert claim.check_fit_at_bound(regression, "M6").verdict == PARTIALLY
+    regression.loc[failing, "loss_drop_last10"] = 0.3
+    assert claim.check_fit_at_bound(regression, "M6").verdict == INCONCLUSIVE
+
+
 def test_count_laws_refuse_counts_censored_by_the_grid():
     """A count that fitted every T of its grid is only a lower bound: censored counts sit at the grid's top and
     read as flat or equal. Drawn from each law's rival and cut by a short grid (T ≤ 256), none may pass."""
