@@ -348,9 +348,9 @@ def law_decision(points: pd.DataFrame) -> dict:
     for name in LAWS:
         out["constants"][name] = {f: float(np.mean(y[families == f] - z[name][families == f]))
                                   for f in sorted(set(families))}
-    out["exponent"] = _exponent_with_families(z["claimed"], y, families)
     out["exponent_by_end"] = {end: _exponent_with_families(z["claimed"], np.log(fitted[end].to_numpy(float)), families)
                               for end in LAW_ENDS} if len(fitted) else {}
+    out["exponent"] = out["exponent_by_end"].get("middle") or _exponent_with_families(z["claimed"], y, families)
     return out
 
 
@@ -477,7 +477,7 @@ def capacity_law(rows: pd.DataFrame | None, built: pd.DataFrame | None = None) -
         # the fixed laws cannot tell exponent 1 from 1.35: a pass needs the free exponent in the range at every end
         ends = [e for e, out in zip(decision["exponent_by_end"], outside) if out]
         check.verdict = INCONCLUSIVE
-        check.reason = not_resolved_reason("the free exponent against [" + f"{SLOPE_RANGE[0]}, {SLOPE_RANGE[1]}]",
+        check.reason = not_resolved_reason(f"the free exponent against [{SLOPE_RANGE[0]}, {SLOPE_RANGE[1]}]",
                                            f"its {LEVEL:.0%} interval lies outside it at the search brackets' "
                                            f"{', '.join(ends)} end and meets it at the others")
     elif check.verdict == REPRODUCED and decision["cells_censored"]:
