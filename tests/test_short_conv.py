@@ -250,3 +250,43 @@ def test_every_model_may_train_on_the_largest_kv_mix(monkeypatch):
     assert set(largest["kv_pairs"]) == {2, 4}  # still evaluated at each model's own kv
     problems = rc_exp.check_config({"E5": dict(SPEC, curriculum=False, curriculum_kv="largest")})
     assert any("curriculum_kv" in p for p in problems)
+
+
+def test_a_run_stuck_below_a_kv_its_own_mixer_solved_is_restarted(monkeypatch):
+    """A plateau short of solving, where the same mixer, arm and width solved more pairs, is an optimisation
+    plateau (more pairs need at least as much memory): it is trained again from a fresh draw. Below the largest
+    solved kv only; a run failing the largest kv anyone solved, or a kv nobody solved, is its capacity."""
+    calls = []
+
+    def attempt(spec, context, desc, configs, model_seeds):
+        calls.append([(c[0], c[2], c[3]) for c in configs])
+        rows = []
+        for (mixer, width, kv, seed, d_model), model_seed in zip(configs, model_seeds):
+            first = len(calls) == 1
+            stuck = first and mixer == "softmax" and width and kv == 2  # stuck at 0.8 while kv = 4 solves
+            solved = mixer == "softmax" and width
+            rows.append({"mixer": mixer, "short_conv": 4 if width else 0, "kv_pairs": kv, "d_model": d_model,
+                         "seed": seed, "model_seed": model_seed, "accuracy": 0.8 if stuck or not solved else 0.995,
+                         "stop_reason": "plateau" if stuck or not solved else "solved", "wall_time_s": 1.0,
+                         "eval_time_s": 0.1})
+        return rows
+
+    monkeypatch.setattr(rc_exp, "_mqar_attempt", attempt)
+    rows = _run(restarts=2)
+    assert calls[1:] == [[("softmax", 2, 0)]]  # only the stuck run went again, once (it then solved)
+    again = rows[(rows["mixer"] == "softmax") & (rows["short_conv"] == 4) & (rows["kv_pairs"] == 2)].iloc[0]
+    assert again["attempt"] == 2 and again["earlier_accuracies"] == "0.8" and again["stop_reason"] == "solved"
+    # 0.8 is above 1.5/kv at both kv (off the copy-a-value plateau); where nobody of the run's arm solved
+    # anything (linear_elu, softmax without the convolution) it is that arm's capacity: no restart
+    assert (rows["attempt"] > 1).sum() == 1
+
+
+def test_below_its_own_control_reads_the_arm_and_width():
+    from attncap.claims.retrieval_capacity import below_its_own_control
+    runs = pd.DataFrame({"mixer": ["m"] * 5 + ["n"], "short_conv": [4, 4, 4, 0, 4, 4], "d_model": [64] * 6,
+                         "kv_pairs": [8, 16, 16, 4, 8, 4],
+                         "stop_reason": ["plateau", "solved", "plateau", "plateau", "max_steps", "plateau"]})
+    # kv 8 below a solved kv 16 of the same arm; kv 16 itself is its capacity; the no-conv arm solved
+    # nothing; a run still improving is not stuck; another mixer's solved runs are no control
+    assert below_its_own_control(runs).tolist() == [True, False, False, False, False, False]
+    assert not below_its_own_control(runs.drop(columns="short_conv").iloc[[3, 5]]).any()

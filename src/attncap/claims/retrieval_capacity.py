@@ -589,6 +589,20 @@ def at_chance(runs: pd.DataFrame) -> pd.Series:
     return accuracy < CHANCE_FACTOR / pd.to_numeric(runs["kv_pairs"], errors="coerce")
 
 
+def below_its_own_control(runs: pd.DataFrame) -> pd.Series:
+    """Runs that settled on a plateau short of solving (stop_reason `plateau`) although a run of the same mixer,
+    arm and width solved more pairs (a larger kv): more pairs need at least as much memory, so such a run is
+    stuck on an optimisation plateau, not at its capacity (a κ1-linear DeltaFormer at d = 64 stopped at 0.26 on
+    kv = 8 while the same width solved kv = 16 in every seed)."""
+    if not {"stop_reason", "kv_pairs", "d_model", "mixer"} <= set(runs) or not len(runs):
+        return pd.Series(False, index=runs.index)
+    arm = ["mixer", "d_model"] + (["short_conv"] if "short_conv" in runs else [])
+    kv = pd.to_numeric(runs["kv_pairs"], errors="coerce")
+    solved = runs["stop_reason"].astype(str) == "solved"
+    most_solved = kv.where(solved).groupby([runs[c] for c in arm], dropna=False).transform("max")
+    return (runs["stop_reason"].astype(str) == "plateau") & (kv < most_solved)
+
+
 def chance_certificate(runs: pd.DataFrame, grid: pd.DataFrame) -> Certificate:
     """UNDER_TRAINED for each run of `runs` at chance (`at_chance`) without a positive control in `grid`: a
     run of the same mixer and arm at the same kv and a larger width that left the plateau. With a control,

@@ -19,7 +19,7 @@ from attncap.models.lm import BatchedLM, masked_accuracy, masked_token_loss, sco
 from attncap.models.mixers import MIXERS
 from attncap.tasks.retrieval_capacity import GrowingDotStream, mqar_batch, mqar_curriculum_batch, sample_unit_dots, unit_vectors
 from attncap.claims import DIVERGED, STILL_MOVING, learning_status, still_moving
-from attncap.claims.retrieval_capacity import at_chance
+from attncap.claims.retrieval_capacity import at_chance, below_its_own_control
 from attncap.seeding import seed_of
 from attncap.train import TrainSettings, final_loss, generators, loss_curve, tail_lr_fraction, train_batched
 
@@ -724,7 +724,8 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
     the learning certificate of each run.
 
     A run that settles on the copy-a-value plateau (`at_chance`: the claim's rule, on the same held-out
-    accuracy) is trained again from a fresh initialization and data stream, up to `restarts` times (the
+    accuracy), or on any plateau short of a kv its own mixer and width solved (`below_its_own_control`),
+    is trained again from a fresh initialization and data stream, up to `restarts` times (the
     field's practice: Zoology reports the best run of a learning-rate sweep; here the rate is kept and the
     draw changes). The row reports its last attempt (`attempt`) and the accuracies of those before it; a run
     still at chance after every attempt is reported at chance. Each attempt is kept (`RunContext.memo`), so a
@@ -736,7 +737,8 @@ def mqar(spec: dict, context: RunContext) -> pd.DataFrame:
         row.update(attempt=1, earlier_accuracies="")
     for attempt in range(2, int(spec.get("restarts", 0)) + 2):
         frame = pd.DataFrame(rows)
-        stuck = np.flatnonzero((frame["stop_reason"] == "plateau") & at_chance(frame)).tolist()
+        stuck = np.flatnonzero(((frame["stop_reason"] == "plateau") & at_chance(frame))
+                               | below_its_own_control(frame)).tolist()
         if not stuck:
             break
         again_configs = [configs[i] for i in stuck]
