@@ -621,14 +621,9 @@ def slope_exponent(a1: pd.DataFrame | None) -> Check:
     if a1 is None or a1.empty:
         return missing_check("slope_exponent", statement, source, expected)
     exponent, slopes = gain_exponent(heads_fits(a1))
-    outcome = in_range(exponent, EXPONENT_RANGE, 1.0) if len(slopes) >= MIN_POINTS else NOT_RESOLVED
     check = Check("slope_exponent", statement, source, {**exponent.measured(), "dims": len(slopes)},
-                  expected, tolerance, tally({"A4": outcome}), rival=rival)
-    if check.verdict == INCONCLUSIVE:
-        check.reason = not_resolved_reason(f"exponent's interval inside [{EXPONENT_RANGE[0]:g}, {EXPONENT_RANGE[1]:g}] "
-                                           "vs wholly outside it", f"{_count(len(slopes), 'd')}, interval "
-                                           f"[{exponent.low:.3g}, {exponent.high:.3g}]")
-    return check
+                  expected, tolerance, INCONCLUSIVE, rival=rival)
+    return _range_decision(check, "A4", "exponent", exponent, EXPONENT_RANGE, len(slopes), "d")
 
 
 def d2_bound(a6: pd.DataFrame | None) -> Check:
@@ -668,15 +663,23 @@ def d2_slope(a6: pd.DataFrame | None) -> Check:
     slope = exponent_interval(runs["heads"], runs["X_running"], log=False)
     ratio = dataclasses.replace(slope, slope=slope.slope / d_head, low=slope.low / d_head, high=slope.high / d_head)
     configs = runs["heads"].nunique()
-    outcome = in_range(ratio, D2_SLOPE_RANGE, 1.0) if configs >= MIN_POINTS else NOT_RESOLVED
     check = Check("d2_slope_ratio", statement, source,
                   {"associations_per_head": slope.slope, "ratio_to_bound": ratio.slope,
                    "ratio_interval": [ratio.low, ratio.high], "r2": slope.r2, "configs": configs},
-                  expected, tolerance, tally({"A6": outcome}), rival=rival)
+                  expected, tolerance, INCONCLUSIVE, rival=rival)
+    return _range_decision(check, "A6", "ratio", ratio, D2_SLOPE_RANGE, configs, "H")
+
+
+def _range_decision(check: Check, item: str, name: str, estimate: Exponent, claimed: tuple[float, float],
+                    points: int, axis: str) -> Check:
+    """Decide `check` (built undecided) on one estimate's interval against its claimed range (`in_range`, rival 1: the bound's own
+    slope), with at least MIN_POINTS values of `axis` behind it; the reason of an undecided one names the interval."""
+    outcome = in_range(estimate, claimed, 1.0) if points >= MIN_POINTS else NOT_RESOLVED
+    check.verdict = tally({item: outcome})
     if check.verdict == INCONCLUSIVE:
-        check.reason = not_resolved_reason(f"ratio's interval inside [{D2_SLOPE_RANGE[0]:g}, {D2_SLOPE_RANGE[1]:g}] "
-                                           "vs wholly outside it", f"{_count(configs, 'H')}, interval "
-                                           f"[{ratio.low:.3g}, {ratio.high:.3g}]")
+        check.reason = not_resolved_reason(f"{name}'s interval inside [{claimed[0]:g}, {claimed[1]:g}] vs wholly "
+                                           f"outside it", f"{_count(points, axis)}, interval "
+                                           f"[{estimate.low:.3g}, {estimate.high:.3g}]")
     return check
 
 
