@@ -965,6 +965,17 @@ def test_protocol_needs_the_transformers_positive_control():
     assert claim.protocol(None).verdict == INCONCLUSIVE
 
 
+def test_recipe_names_the_step_caps_a_withheld_run_was_trained_with():
+    """A budget-limited Transformer is withheld with its recipe and caps in the reason (issue 22), including the
+    continuation past the budget when the tier has one."""
+    table = protocol_table().assign(positional="learned", lr=0.003, schedule="constant", stage_steps=8000,
+                                    stage_cap=16000, steps=36000)
+    text = claim.recipe(table)
+    assert "8000 steps per length, up to 16000" in text and "going on" not in text
+    text = claim.recipe(table.assign(continue_cap=2, continue_lr=0.1))
+    assert text.endswith("a run still improving at 36000 steps going on at 0.1× the rate up to 72000"), text
+
+
 def test_frontier_falsification_and_boundary_fallback():
     """Law: per depth, n = 5's frontier is shorter than T* = min over n ≤ 4. Rival: n = 5 learned at T*. The
     law must hold at every depth ("more layers did not help"), as in S1's reading of `boundary`."""

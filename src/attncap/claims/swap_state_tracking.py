@@ -857,6 +857,12 @@ def recipe(frame: pd.DataFrame | None, mixer: str = TRANSFORMER) -> str:
                          f"the last length up to the rest of the {int(row['steps'])} in all)")
         else:
             parts.append(f"at most {int(budget)} steps per length (the cap), {int(row['steps'])} in all")
+    extend = pd.to_numeric(pd.Series([row.get("continue_cap")]), errors="coerce").iloc[0]
+    if pd.notna(extend) and extend > 1:
+        rate = pd.to_numeric(pd.Series([row.get("continue_lr")]), errors="coerce").iloc[0]
+        parts.append(f"a run still improving at {int(row['steps'])} steps going on"
+                     + (f" at {rate:g}× the rate" if pd.notna(rate) else "")
+                     + f" up to {int(round(extend * int(row['steps'])))}")
     return ", ".join(parts)
 
 
