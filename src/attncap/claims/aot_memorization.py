@@ -672,8 +672,9 @@ def d2_slope(a6: pd.DataFrame | None) -> Check:
 
 def _range_decision(check: Check, item: str, name: str, estimate: Exponent, claimed: tuple[float, float],
                     points: int, axis: str) -> Check:
-    """Decide `check` (built undecided) on one estimate's interval against its claimed range (`in_range`, rival 1: the bound's own
-    slope), with at least MIN_POINTS values of `axis` behind it; the reason of an undecided one names the interval."""
+    """Decide `check` (built undecided) on one estimate's interval against its claimed range (`in_range`, rival 1:
+    the bound's own slope), with at least MIN_POINTS values of `axis` behind it; the reason of an undecided one
+    names the interval."""
     outcome = in_range(estimate, claimed, 1.0) if points >= MIN_POINTS else NOT_RESOLVED
     check.verdict = tally({item: outcome})
     if check.verdict == INCONCLUSIVE:
