@@ -365,7 +365,9 @@ def _settle(check: Check, outcomes: dict[str, str], withheld: Certificate, preco
     resolved say so."""
     check.verdict = verdict if verdict is not None else tally(outcomes, every=every)
     check.precondition = precondition
-    if check.verdict in (NOT_REPRODUCED, PARTIALLY):
+    if check.verdict in (NOT_REPRODUCED, PARTIALLY) and (withheld.ok or withheld.soft):
+        # more training of runs still learning cannot undo a rival decided on certified ones; a diverged, missing
+        # or too-short run is the pipeline's fault, not a part to set aside, and withholds the whole check
         if not withheld.ok and isinstance(check.measured, dict):
             check.measured["withheld"] = withheld.text
         return check
@@ -727,9 +729,15 @@ def published_transformer(frame: pd.DataFrame | None, control_frame: pd.DataFram
     outcomes, equal = ({k: flip[v] for k, v in every_cell(o, decisions, SUCCESS, independent=True,
                                                           rising=rising).items()} for o in (solved, equal))
 
+    def vacuous(items: dict[str, str]) -> bool:
+        # no cell resolved solved (RIVAL here): "largest n solved ≤ 5" then holds for a Transformer that tracks no
+        # n beyond T_train, which `boundary` names as its rival; the limit needs a solved n as its positive control
+        return RIVAL not in items.values()
+
     def verdict(items: dict[str, str], complete: bool) -> str:
         if CLAIMED in items.values():
-            return REPRODUCED  # one certified failing cell at or below the first n > 5 bounds the largest solved
+            # one certified failing cell at or below the first n > 5 bounds the largest solved
+            return INCONCLUSIVE if vacuous(items) else REPRODUCED
         if complete and items and above and all(v == RIVAL for v in items.values()):
             return NOT_REPRODUCED
         return INCONCLUSIVE
@@ -737,7 +745,8 @@ def published_transformer(frame: pd.DataFrame | None, control_frame: pd.DataFram
     check = Check("published_transformer", "The Transformer's largest number of objects solved at 4·T_train is "
                   f"at most the paper's {PAPER_LARGEST_N[TRANSFORMER]}.", f"{PAPER}, Sec. 3.2, Fig. 4", measured,
                   f"some trained cell up to the first n > {PAPER_LARGEST_N[TRANSFORMER]} resolved below {SUCCESS} at "
-                  f"4·T_train (largest n solved ≤ {PAPER_LARGEST_N[TRANSFORMER]})",
+                  f"4·T_train (largest n solved ≤ {PAPER_LARGEST_N[TRANSFORMER]}), beside some cell resolved solved (its "
+                  "positive control: a Transformer that tracks no n beyond T_train bounds nothing)",
                   SEED_RULE + "; one claimed cell → reproduced, every cell rival → not reproduced",
                   INCONCLUSIVE, rival=f"the Transformer tracks every trained n up to the first n > "
                   f"{PAPER_LARGEST_N[TRANSFORMER]} at 4·T_train (cells resolved ≥ {SUCCESS})")
@@ -756,6 +765,12 @@ def published_transformer(frame: pd.DataFrame | None, control_frame: pd.DataFram
         transformer, unsettled = Certificate(), Certificate()
     check = _settle(check, outcomes, transformer + unsettled, precondition,
                     f"Transformer at 4·T_train against {SUCCESS}", verdict=result, spreads=(spread,))
+    if check.verdict == INCONCLUSIVE and (transformer + unsettled).ok and CLAIMED in outcomes.values() and vacuous(
+            outcomes):
+        check.reason = not_resolved_reason(
+            "the Transformer's limit at 4·T_train", "no n resolved solved at 4·T_train: 'largest n solved ≤ "
+            f"{PAPER_LARGEST_N[TRANSFORMER]}' would hold for a Transformer that tracks no n beyond T_train as well "
+            "(the rival of `boundary`), so a failing cell is no evidence of the paper's limit without a solved n below it")
     return _equal_budget(check, verdict(equal, unsettled.ok), transformer, unsettled)
 
 
@@ -776,8 +791,9 @@ def kernel(frame: pd.DataFrame | None, ablation: pd.DataFrame | None) -> Check:
                   "computation when using exp'; 'a suitable choice of κ1 can still achieve 100%')", {},
                   f"every κ1 = linear run ≥ {SUCCESS} and κ1 = linear − κ1 = exp ≥ {GAP} at n = {KERNEL_N}, "
                   "T_test = T_train", f"linear runs: per run against {SUCCESS} ± {Z_EVAL:.2f} binomial standard errors "
-                  f"(a settled run below → rival); the gap: {SEED_RULE}; both claimed → reproduced, one rival → "
-                  "partially, both → not reproduced", INCONCLUSIVE,
+                  f"(a settled run below → rival); the gap: {SEED_RULE}; both claimed → reproduced, any rival → not "
+                  "reproduced (the claim is that κ1 matters: κ1 = linear tracking is its positive control, which "
+                  "the rival 'both kernels track' predicts as well)", INCONCLUSIVE,
                   rival=f"κ1 does not matter: linear − exp resolved below {GAP} (both kernels the same), or a settled "
                   f"κ1 = linear run below {SUCCESS}")
     if not len(linear_rows) or not len(exp_rows):
@@ -793,6 +809,14 @@ def kernel(frame: pd.DataFrame | None, ablation: pd.DataFrame | None) -> Check:
     steps = exp_rows["steps_run"] if "steps_run" in exp_rows else pd.Series(0, index=exp_rows.index)
     moving = {name: f"{name} at {acc:.2f} ({reason}, {int(n)} steps)" for name, acc, reason, n in zip(
         _names(exp_rows), exp_rows["acc"], reasons, steps) if reason not in SETTLED and name not in exp_cert.runs}
+    budget = pd.to_numeric(exp_rows["steps"], errors="coerce") if "steps" in exp_rows else pd.Series(
+        math.nan, index=exp_rows.index)  # the budget column `threshold_outcomes` reads
+    short = [f"{name} at {acc:.2f} ({int(b)} steps)" for name, acc, b in zip(_names(exp_rows), exp_rows["acc"], budget)
+             if math.isfinite(b) and b < MIN_BUDGET and name not in exp_cert.runs and name not in moving]
+    if short and exp_cert.ok:
+        # as for the linear runs (`threshold_outcomes`): a failure on a budget that short is no measurement
+        exp_cert = Certificate.fail(TOO_SHORT, f"κ1 = exp with a budget under {MIN_BUDGET} steps, too short to expect "
+                                    f"it to learn: {listing(short)}", [t.split(' at ')[0] for t in short])
     if moving and exp_cert.ok:
         exp_cert = Certificate.fail(STILL_MOVING, f"κ1 = exp not settled (stop_reason not {' or '.join(SETTLED)}): "
                                     f"{listing(list(moving.values()))}; a failure to learn that more steps could end is "
@@ -813,7 +837,7 @@ def kernel(frame: pd.DataFrame | None, ablation: pd.DataFrame | None) -> Check:
     else:
         withheld = withheld + exp_cert
     check = _settle(check, outcomes, withheld, SETTLED_PRECONDITION + "; the κ1 = exp runs are finite and settled "
-                    "(their failure to learn is the measurement)", f"κ1 = linear − κ1 = exp against {GAP}",
+                    "(their failure to learn is the measurement)", f"κ1 = linear − κ1 = exp against {GAP}", every=True,
                     spreads=(seed_spread(both, DELTAFORMER, 1), seed_spread(both, DELTAFORMER_EXP, 1)))
     if check.verdict == INCONCLUSIVE and exp_cert.kind == STILL_MOVING and linear == CLAIMED and d.outcome == CLAIMED:
         check.reason += "; at equal training budget the verdict would be 'reproduced'"
@@ -962,7 +986,13 @@ def protocol(frame: pd.DataFrame | None) -> Check:
                 continue
             se = eval_margin(row)
             tracks = CLAIMED if acc - z_rival * se >= SUCCESS else RIVAL if acc + Z_EVAL * se < SUCCESS else NOT_RESOLVED
-            if tracks == RIVAL and int(row["steps_run"]) < former_steps:
+            reason = str(row.get("stop_reason", ""))
+            if tracks == RIVAL and reason not in SETTLED:
+                # a failure to learn is a measurement only once it has settled, as on the DeltaFormer's side
+                kind = DIVERGED if reason == "diverged" else STILL_MOVING if reason == "max_steps" else MISSING
+                model[name] = Certificate.fail(kind, f"{name} below {SUCCESS} at {acc:.3f} but not settled (stop_reason "
+                                               f"{reason or 'unrecorded'})", [name])
+            elif tracks == RIVAL and int(row["steps_run"]) < former_steps:
                 model[name] = Certificate.fail(TOO_SHORT, f"{name} below {SUCCESS} after {int(row['steps_run'])} "
                                                f"steps, fewer than the DeltaFormer's {former_steps}", [name])
             elif tracks == RIVAL and not learned_control:
@@ -1076,9 +1106,10 @@ def frontier(frame: pd.DataFrame | None) -> Check:
                                              f"{'was' if len(cappers) == 1 else 'were'} still improving at the next "
                                              f"length when the budget ended, so T* may be longer ({recipe(frame)})",
                                              [key]))
-        elif outcome == NOT_RESOLVED and t_low <= start:
+        elif outcome != RIVAL and t_low <= start:
             # some seed learned nothing beyond the first length at an n ≤ 4: with that seed the depth has no
-            # positive control, and only a rival drawn by every seed could still decide it
+            # positive control (n = 5 short of it is what a recipe failing at every n also gives), and only a
+            # rival drawn by every seed could still decide it
             missed = [n for n in FRONTIER_LOW if lo[n] <= start]
             withheld.append(Certificate.fail(STILL_MOVING, f"{key}: a seed learned no length beyond the curriculum's "
                                              f"first (T = {start}) at n = {missed} (its positive control failed; "
