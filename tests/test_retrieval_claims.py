@@ -755,3 +755,18 @@ def test_cells_softmax_does_not_solve_are_skipped_not_counted():
     former, _ = _retrieval(table)
     assert "deltaformer_linear d=16 kv=4" in former.measured["softmax_unsolved_cells_skipped"]
     assert former.measured["items_claimed"] == 8
+
+
+def test_a_rising_step_between_certified_cells_refutes_its_series():
+    """Review of claim 1: a series with one cell still improving was withheld whole, throwing away a step against
+    the trend between two certified cells beside it (linear_elu at d = 32 rising from kv = 4 to kv = 8)."""
+    rng = np.random.default_rng(1)
+    table = e5_table(seeds=SEEDS, sd=0.02)
+    for kv, level in ((4, 0.5), (8, 0.7), (16, 0.4)):
+        table.loc[_cell(table, "linear_elu", 32, kv), "accuracy"] = level + 0.02 * rng.standard_normal(len(SEEDS))
+    table.loc[_cell(table, "linear_elu", 32, 16), "stop_reason"] = "max_steps"
+    trend = rc.trained_recall(table)[1]
+    assert trend.verdict == PARTIALLY and trend.measured["series_rival"] >= 1
+    # the rising step beside the uncertified cell (kv = 8 -> 16 falls) is not read: only that series is withheld
+    table.loc[_cell(table, "linear_elu", 32, 8), "accuracy"] = 0.45 + 0.02 * rng.standard_normal(len(SEEDS))
+    assert rc.trained_recall(table)[1].verdict == INCONCLUSIVE

@@ -782,10 +782,20 @@ def linear_trends(arm: pd.DataFrame, arm_name: str, source: str) -> Check:
         diffs = [compare_groups(cell(b), cell(a), level=step_level) for a, b in zip(points, points[1:])]  # later − earlier
         ends = compare_groups(cell(points[-1]), cell(points[0]))
         steps[name] = [sign * d.difference for d in diffs]  # > 0: in the claimed direction
+        against_step = [d.preferred == ("a" if sign < 0 else "b") for d in diffs]
         if not cert.ok:
-            withheld.append(cert)
+            # a step against the trend between two certified cells refutes the series whatever the others do
+            # (the review of claim 1: one cell still improving had withheld a resolved rising step beside it)
+            at = (lambda p, d=fixed: runs[(runs["d_model"] == d) & (runs["kv_pairs"] == p)]) if along == "kv" else (
+                lambda p, kv=fixed: runs[(runs["d_model"] == p) & (runs["kv_pairs"] == kv)])
+            certified_cell = {p: mqar_certificate(at(p), arm).ok for p in points}
+            if any(bad and certified_cell[a] and certified_cell[b]
+                   for bad, a, b in zip(against_step, points, points[1:])):
+                outcomes[name] = RIVAL
+            else:
+                withheld.append(cert)
             continue
-        against = any(d.preferred == ("a" if sign < 0 else "b") for d in diffs)
+        against = any(against_step)
         toward = ends.preferred == ("b" if sign < 0 else "a")
         outcomes[name] = RIVAL if against else CLAIMED if toward else NOT_RESOLVED
     measured = {"series": len(steps), "series_claimed": sum(v == CLAIMED for v in outcomes.values()),
