@@ -820,3 +820,20 @@ def test_a_configuration_is_withheld_whole_and_an_undecidable_part_stays_inconcl
     # a certificate that holds decides on every run, exactly as gate
     assert gate_certified_part(decide(table), decide, table, "p", Certificate(), passed, claim.KEYS).verdict == REPRODUCED
     assert isinstance(check, Check)
+
+
+def test_a_run_at_chance_is_no_measurement():
+    """Review of claim 2: runs stuck at chance (table accuracy 1/N, loss flat) certified as settled and refuted the
+    bound, the per-head gain and the AoT. A run storing nothing above chance is the recipe failing to start:
+    under-trained, withheld, never 'not reproduced'."""
+    chance = runs("A1", [(d, d, h, 1 / 50 + 0.002) for d in DIMS for h in HEADS], sd=0.001, seeds=6)
+    assert not claim.certificate(chance).ok and claim.certificate(chance).kind == "under-trained"
+    assert not claim.certified(chance).any()
+    checks = {c.id: c for c in claim.checks({"A1": chance})}
+    for name in ("above_bound", "per_head_gain", "linear_in_H"):
+        assert checks[name].verdict == INCONCLUSIVE, (name, checks[name].verdict)
+    # the same runs a few binomial SE above chance (N = 50: 50 ± 7 of 2500 pairs) do store something
+    assert claim.certified(runs("A1", [(5, 5, 1, 0.05)])).all()
+    # at chance beside runs of its kind that store more (the recipe's positive control): a low capacity, counted
+    grid = runs("A1", [(5, 5, 1, 1 / 50 + 0.001), (5, 5, 6, 0.06), (5, 5, 11, 0.1)])
+    assert claim.certified(grid).all()

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from attncap.claims import (DIVERGED, INCONCLUSIVE, LEARNED, MISSING, NOT_REPRODUCED, PARTIALLY,
-                            PLATEAU_DROP, REPRODUCED, TOO_SHORT, Certificate, Check, certify, fraction_verdict,
+                            PLATEAU_DROP, REPRODUCED, TOO_SHORT, UNDER_TRAINED, Certificate, Check, certify, fraction_verdict,
                             certified_configurations, gate, gate_certified_part, learning_status, linear_fit, listing,
                             missing_check)
 from attncap.claims.laws import (CLAIMED, LEVEL, NOT_RESOLVED, RIVAL, Difference, Exponent, LawComparison,
@@ -86,8 +86,37 @@ def certificate(*frames: pd.DataFrame | None) -> Certificate:
     if not frames:
         return Certificate.fail(MISSING, "no trained runs")
     runs = pd.concat(frames, ignore_index=True)
-    return certify(runs, KEYS, accuracy="acc_running", loss="final_loss", threshold=None,
+    cert = certify(runs, KEYS, accuracy="acc_running", loss="final_loss", threshold=None,
                    loss_drop="loss_drop_last10", lr_fraction="lr_last10", saturated=SATURATION, min_steps=MIN_STEPS)
+    stuck = runs[at_chance(runs)]
+    if len(stuck):
+        names = [" ".join(f"{c}={r[c]}" for c in KEYS + ["seed"] if c in stuck) for _, r in stuck.iterrows()]
+        cert += Certificate.fail(UNDER_TRAINED, f"learned nothing in distribution (its table of N² pairs no more than "
+                                 f"{CHANCE_Z:g} binomial SE above chance, 1/N, and no run of its kind above chance: no "
+                                 "positive control): " + listing(
+                                     [f"{n} ({int(x)} of {int(N) ** 2} pairs)" for n, x, N in
+                                      zip(names, stuck["X_table"], stuck["N"])]), names)
+    return cert
+
+
+CHANCE_Z = 3.0
+"""A run stores something only when its table count exceeds chance (N of the N² pairs at 1/N) by this many binomial
+standard errors, √(N − 1); below, a flat loss is the recipe failing to start, not a capacity (review of claim 2:
+runs stuck at chance with a settled loss certified, and refuted `above_bound`). A model storing its d residual-path
+associations alone is far above it (2500 pairs at N = 50: chance 50 ± 7)."""
+
+
+def at_chance(frame: pd.DataFrame) -> pd.Series:
+    """Per run (row): a failure to learn, not a capacity reading. Its full-table count `X_table` is within CHANCE_Z
+    binomial SE of chance (N pairs of N²) and no run of its model and N stores above chance (the recipe never
+    started: no positive control). A run at chance beside others of its kind that store more is a low capacity
+    (or seed noise at a few associations), and counts. False without the columns."""
+    if not {"X_table", "N"} <= set(frame):
+        return pd.Series(False, index=frame.index)
+    n = pd.to_numeric(frame["N"], errors="coerce")
+    low = pd.to_numeric(frame["X_table"], errors="coerce") <= n + CHANCE_Z * np.sqrt(n - 1)
+    group = [frame[c] for c in ("model", "N") if c in frame]
+    return low & (low.groupby(group).transform("all") if group else pd.Series(bool(low.all()), frame.index))
 
 
 def certified(frame: pd.DataFrame) -> pd.Series:
@@ -96,8 +125,9 @@ def certified(frame: pd.DataFrame) -> pd.Series:
     needed = {"final_loss", "acc_running", "loss_drop_last10", "lr_last10", "steps"}
     if not needed <= set(frame):
         return pd.Series(False, index=frame.index)
-    return frame.apply(lambda r: float(r["steps"]) >= MIN_STEPS and run_status(
+    return (frame.apply(lambda r: float(r["steps"]) >= MIN_STEPS and run_status(
         r["final_loss"], r["acc_running"], r["loss_drop_last10"], r["lr_last10"]) == LEARNED, axis=1).astype(bool)
+        & ~at_chance(frame))
 
 
 def arm(frame: pd.DataFrame | None, name: str) -> pd.DataFrame | None:
