@@ -756,13 +756,13 @@ def aot_vs_mlp(a5: pd.DataFrame | None) -> Check:
     aot = a5[a5["model"] == "aot"]
     spread, dof = pooled_spread(a5, "acc_running")
     outcomes, measured = {}, {}
-    budgets = [(d, h) for (d, h), _ in aot.groupby(["d", "heads"])
-               if h > 1 and not mlp[(mlp["d"] == d) & (mlp["heads"] == h)].empty]
-    family = family_level(len(budgets))
+    budgets = []  # (d, H, the AoT's runs, the MLP's runs at the same parameter budget) for H > 1
     for (d, h), group in aot.groupby(["d", "heads"]):
         rivals = mlp[(mlp["d"] == d) & (mlp["heads"] == h)]
-        if (d, h) not in budgets:
-            continue
+        if h > 1 and not rivals.empty:
+            budgets.append((d, h, group, rivals))
+    family = family_level(len(budgets))
+    for d, h, group, rivals in budgets:
         diff = pooled_difference(group["acc_running"], rivals["acc_running"], spread, dof)
         wide = pooled_difference(group["acc_running"], rivals["acc_running"], spread, dof, level=family)
         outcomes[f"d={d},H={h}"] = CLAIMED if diff.preferred == "a" else RIVAL if wide.preferred == "b" else NOT_RESOLVED
@@ -785,8 +785,8 @@ def mlp_ahead_stands(a5: pd.DataFrame | None) -> Check:
         aot, mlp = (a5[a5["model"] == m] for m in ("aot", "mlp"))
         mlp_cert = converged_certificate(mlp)
         # only a loss still *falling* makes the MLP's memorization a lower bound; one that rose has not settled
-        rising = bool(len(mlp)) and bool(((pd.to_numeric(mlp["loss_drop_last10"], errors="coerce") < 0)
-                                          & ~certified(mlp)).any()) if "loss_drop_last10" in mlp else False
+        rising = "loss_drop_last10" in mlp and bool(
+            ((pd.to_numeric(mlp["loss_drop_last10"], errors="coerce") < 0) & ~certified(mlp)).any())
         if len(aot) and converged_certificate(aot).ok and not rising:
             check = gate(aot_vs_mlp(a5), PRECONDITION, mlp_cert, stands=NOT_REPRODUCED)
             if check.verdict == NOT_REPRODUCED:

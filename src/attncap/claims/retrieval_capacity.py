@@ -661,9 +661,9 @@ def _cell_value(value) -> str:
     return str(int(value)) if isinstance(value, (float, np.floating, int, np.integer)) and float(value).is_integer() else str(value)
 
 
-def _seeds(runs: pd.DataFrame, mixer: str, d: int, kv: int) -> np.ndarray:
-    cell = runs[(runs["mixer"] == mixer) & (runs["d_model"] == d) & (runs["kv_pairs"] == kv)]
-    return cell["accuracy"].to_numpy(dtype=float)
+def _cell_runs(runs: pd.DataFrame, mixer: str, d: int, kv: int) -> pd.DataFrame:
+    """The runs (one per seed) of one mixer at one (d, kv) cell."""
+    return runs[(runs["mixer"] == mixer) & (runs["d_model"] == d) & (runs["kv_pairs"] == kv)]
 
 
 def _gated(check: Check, outcomes: dict[str, str], withheld: Certificate, what: str, detail: str,
@@ -776,8 +776,11 @@ def linear_trends(arm: pd.DataFrame, arm_name: str, source: str) -> Check:
             continue
         name = f"{mixer} {'d' if along == 'kv' else 'kv'}={_cell_value(fixed)} along {along}"
         cert = mqar_certificate(runs, arm)
-        cell = (lambda p, d=fixed: _seeds(runs, mixer, d, p)) if along == "kv" else (
-            lambda p, kv=fixed: _seeds(runs, mixer, p, kv))
+        at = (lambda p, d=fixed: _cell_runs(runs, mixer, d, p)) if along == "kv" else (
+            lambda p, kv=fixed: _cell_runs(runs, mixer, p, kv))
+
+        def cell(p):
+            return at(p)["accuracy"].to_numpy(dtype=float)
         sign = -1 if along == "kv" else 1  # claimed direction of the change along the series
         diffs = [compare_groups(cell(b), cell(a), level=step_level) for a, b in zip(points, points[1:])]  # later − earlier
         ends = compare_groups(cell(points[-1]), cell(points[0]))
@@ -786,8 +789,6 @@ def linear_trends(arm: pd.DataFrame, arm_name: str, source: str) -> Check:
         if not cert.ok:
             # a step against the trend between two certified cells refutes the series whatever the others do
             # (the review of claim 1: one cell still improving had withheld a resolved rising step beside it)
-            at = (lambda p, d=fixed: runs[(runs["d_model"] == d) & (runs["kv_pairs"] == p)]) if along == "kv" else (
-                lambda p, kv=fixed: runs[(runs["d_model"] == p) & (runs["kv_pairs"] == kv)])
             certified_cell = {p: mqar_certificate(at(p), arm).ok for p in points}
             if any(bad and certified_cell[a] and certified_cell[b]
                    for bad, a, b in zip(against_step, points, points[1:])):

@@ -811,12 +811,12 @@ def kernel(frame: pd.DataFrame | None, ablation: pd.DataFrame | None) -> Check:
         _names(exp_rows), exp_rows["acc"], reasons, steps) if reason not in SETTLED and name not in exp_cert.runs}
     budget = pd.to_numeric(exp_rows["steps"], errors="coerce") if "steps" in exp_rows else pd.Series(
         math.nan, index=exp_rows.index)  # the budget column `threshold_outcomes` reads
-    short = [f"{name} at {acc:.2f} ({int(b)} steps)" for name, acc, b in zip(_names(exp_rows), exp_rows["acc"], budget)
-             if math.isfinite(b) and b < MIN_BUDGET and name not in exp_cert.runs and name not in moving]
+    short = {name: f"{name} at {acc:.2f} ({int(b)} steps)" for name, acc, b in zip(_names(exp_rows), exp_rows["acc"],
+             budget) if math.isfinite(b) and b < MIN_BUDGET and name not in exp_cert.runs and name not in moving}
     if short and exp_cert.ok:
         # as for the linear runs (`threshold_outcomes`): a failure on a budget that short is no measurement
         exp_cert = Certificate.fail(TOO_SHORT, f"κ1 = exp with a budget under {MIN_BUDGET} steps, too short to expect "
-                                    f"it to learn: {listing(short)}", [t.split(' at ')[0] for t in short])
+                                    f"it to learn: {listing(list(short.values()))}", list(short))
     if moving and exp_cert.ok:
         exp_cert = Certificate.fail(STILL_MOVING, f"κ1 = exp not settled (stop_reason not {' or '.join(SETTLED)}): "
                                     f"{listing(list(moving.values()))}; a failure to learn that more steps could end is "
