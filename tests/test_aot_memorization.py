@@ -472,6 +472,27 @@ def test_learning_certificate_gates_trained_checks():
     assert "not settled" not in {c.id: c for c in claim.checks({"A1": saturated})}["linear_in_H"].reason
 
 
+@pytest.mark.parametrize("rng", RNGS)
+def test_a_certified_violation_of_the_bound_stands_beside_moving_runs(rng):
+    """Review of claim 2: a configuration resolved below the bound on certified runs was withheld because an
+    unrelated configuration was still moving. Training the moving one more can only raise its X, so the violation
+    stands; a violation whose own runs are moving is withheld (more training could lift it over the bound)."""
+    below = gain_a1(lambda dh: 0.25 * dh, rng=rng, seeds=6)  # X = d + 0.25·d_h·H, below H·d_h + d
+    above = linear_a1(sd=SD_A1, rng=rng, seeds=6).assign(d=lambda f: f["d"] + 10, d_head=lambda f: f["d_head"] + 10)
+    moving_above = pd.concat([below, above.assign(loss_drop_last10=0.2)], ignore_index=True)
+    check = {c.id: c for c in claim.checks({"A1": moving_above})}["above_bound"]
+    assert check.verdict == NOT_REPRODUCED and "stands" in check.reason and "not settled" in check.reason
+    moving_below = pd.concat([below.assign(loss_drop_last10=0.2), above], ignore_index=True)
+    assert {c.id: c for c in claim.checks({"A1": moving_below})}["above_bound"].verdict == INCONCLUSIVE
+    # the same for d = 2 (A6): a certified H under φ(2H + 2) beside a moving H
+    a6 = a6_table(lambda h: 0.7 * (2 * h + 2) if h == 21 else 1.4 * 2 * h + 8, rng=rng)
+    a6 = a6.assign(loss_drop_last10=np.where(a6["heads"] == 5, 0.2, 0.01))
+    d2 = {c.id: c for c in claim.checks({"A6": a6})}["d2_bound"]
+    assert d2.verdict == NOT_REPRODUCED and "stands" in d2.reason
+    a6 = a6.assign(loss_drop_last10=np.where(a6["heads"] == 21, 0.2, 0.01))
+    assert {c.id: c for c in claim.checks({"A6": a6})}["d2_bound"].verdict == INCONCLUSIVE
+
+
 def test_decayed_schedule_cannot_fake_a_plateau():
     """The issue's case: loss falling 30% per tenth at full rate shows ≈ 3% under claim 2's linear decay to 5%
     (lr_last10 ≈ 0.097): under 5% raw, but 30% per unit of learning rate, so still moving. Judged per run:
