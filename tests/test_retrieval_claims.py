@@ -109,6 +109,16 @@ def test_linear_error_law_claimed_vs_rival():
     assert rc.linear_error_law(e1_table(noise=0.05)).verdict == NOT_REPRODUCED
 
 
+def test_linear_error_law_needs_a_cell_that_refutes_the_rival():
+    """A grid of large N only (2/(N−1) ≤ 3%: N ≥ 68) passes the exact law and its rival (N+1)/d alike."""
+    table = e1_table(se=0.0075)
+    large = table[(table["kind"] == "grid") & (table["n"] >= 200)]
+    check = rc.linear_error_law(large)
+    assert check.verdict == INCONCLUSIVE and check.measured["cells_refuting_the_rival"] == 0
+    assert rc.linear_error_law(large.assign(mean_error2=large["theory_error2"] + 2 / large["d"])).verdict == INCONCLUSIVE
+    assert rc.linear_error_law(table).measured["cells_refuting_the_rival"] > 0
+
+
 def test_linear_capacity_claimed_vs_rival():
     assert rc.linear_capacity_law(e1_table()).verdict == REPRODUCED
     # rival: the capacity of the (N+1)/d law, ⌊ε²d⌋ − 1, with the same tie interval
