@@ -99,8 +99,13 @@ def test_a_written_reference_compares_equal_to_its_run(tmp_path, capsys):
     (results / "claims.md").write_text("# verdicts\n")
     figure = tmp_path / "c_law.png"
     figure.write_bytes(b"png")
+    (results / "c" / "runs").mkdir(parents=True)
+    (results / "c" / "runs" / "E1.csv").write_text("seed,accuracy\n0,0.5\n")
     target = write_reference(results, tmp_path / "reference" / "smoke", figures=[str(figure)])
     assert (target / "claims.md").exists() and (target / "figures" / "c_law.png").exists()
+    # the run tables are kept beside the verdicts, so that a changed check can be decided again on them
+    assert (target / "runs" / "c" / "E1.csv").read_text() == "seed,accuracy\n0,0.5\n"
+    assert not (target / "runs" / "d").exists()
     summary = (target / "summary.md").read_text().splitlines()
     assert summary[2] == "| c | 2 | 0 | 0 | 0 | 0 of 0 |" and summary[-1].startswith("| **all** | **4** |")
     provenance = json.loads((target / "provenance.json").read_text())
@@ -149,3 +154,57 @@ def test_a_reference_sums_the_jobs_cpu_time_not_their_wall_time(tmp_path):
     (results / "benchmarks" / "c" / "E4.tsv").write_text("")
     target = write_reference(results, tmp_path / "reference" / "smoke", figures=[])
     assert json.loads((target / "provenance.json").read_text())["job_core_seconds"] == 88.0
+
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+TIER_CONFIGS = {"smoke": "config/smoke.yaml", "default": "config/config.yaml"}
+
+
+@pytest.mark.parametrize("tier", sorted(TIER_CONFIGS))
+def test_the_committed_verdicts_follow_from_the_committed_tables(tier, tmp_path):
+    """Every claim whose run tables reference/<tier>/ keeps is decided again with this checkout's checks and must
+    give the committed verdicts and numbers: a change to a check that moves a committed verdict fails here until the
+    reference is re-decided (scripts/redecide_reference.py) and its diff reviewed. Claims without kept tables
+    (written before the tables were kept) are not read."""
+    import shutil
+
+    from attncap.compare import redecide
+    from attncap.config import run_config
+
+    reference = ROOT / "reference" / tier
+    kept = sorted(p.name for p in (reference / "runs").iterdir() if p.is_dir()) if (reference / "runs").is_dir() else []
+    if tier == "smoke":
+        assert kept, "reference/smoke keeps no run tables: write it again with `snakemake reference`"
+    if not kept:
+        pytest.skip(f"reference/{tier} keeps no run tables")
+    copy_of = tmp_path / tier
+    shutil.copytree(reference, copy_of)
+    redecide(copy_of, kept, run_config([ROOT / TIER_CONFIGS[tier]]), "test")
+    committed = load(reference)
+    problems = [p for row in compare({c: load(copy_of)[c] for c in kept}, {c: committed[c] for c in kept})
+                for p in row.problems]
+    assert not problems, "\n".join(problems)
+
+
+def test_redecide_rewrites_the_verdicts_and_names_the_revision(tmp_path):
+    """scripts/redecide_reference.py on a reference whose kept tables are the smoke tier's: the documents are
+    written again (a verdict edited by hand is put back), and provenance.json records the deciding revision."""
+    import shutil
+
+    from attncap.compare import redecide
+    from attncap.config import run_config
+
+    reference = tmp_path / "smoke"
+    shutil.copytree(ROOT / "reference" / "smoke", reference)
+    claim = "rgr_capacity"
+    path = reference / "claims" / f"{claim}.json"
+    doc = json.loads(path.read_text())
+    doc["checks"][0]["verdict"] = "partially" if doc["checks"][0]["verdict"] != "partially" else "reproduced"
+    path.write_text(json.dumps(doc))
+    changed = redecide(reference, [claim], run_config([ROOT / "config" / "smoke.yaml"]), "abc1234")
+    assert changed[claim][0] != changed[claim][1]
+    assert load(reference)[claim] == load(ROOT / "reference" / "smoke")[claim]
+    assert json.loads((reference / "provenance.json").read_text())["decided_at"][claim] == "abc1234"
+    assert "rgr_capacity" in (reference / "claims.md").read_text()
+    with pytest.raises(FileNotFoundError, match="no run tables kept"):
+        redecide(reference, ["no_such_claim"], {}, "x")

@@ -28,6 +28,8 @@ import math
 import platform
 import shutil
 import sys
+import tempfile
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -202,6 +204,12 @@ def write_reference(results, target, *, figures: list[str] = (), wall_time_s: fl
     for figure in figures:
         (staging / "figures").mkdir(exist_ok=True)
         shutil.copy2(figure, staging / "figures" / Path(figure).name)
+    for claim in documents:
+        # the run tables the verdicts were computed from (tens of kB each), so that a changed check can be decided
+        # again on them (scripts/redecide_reference.py) without training anything
+        for table in sorted((results / claim / "runs").glob("*.csv")):
+            (staging / "runs" / claim).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(table, staging / "runs" / claim / table.name)
     benchmarks = sorted((results / "benchmarks").rglob("*.tsv")) if (results / "benchmarks").is_dir() else []
     # the jobs' CPU time (`cpu_time`, what the README's timing table states), or their wall time (`s`) where the
     # work ran in a forked warm interpreter that the benchmark does not see (warm_start, attncap.warmstart)
@@ -224,6 +232,49 @@ def write_reference(results, target, *, figures: list[str] = (), wall_time_s: fl
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
     return target
+
+
+def redecide(target, claims: list[str], config: dict, revision: str) -> dict[str, tuple[str, str]]:
+    """Decide `claims` again from the run tables kept in reference `target` (`write_reference` keeps them under
+    runs/<claim>/) with the checks of this checkout and the claim's section of `config`; rewrite their verdict
+    JSON, `claims.md` and `summary.md` over every claim of the reference, and record in `provenance.json` the
+    revision each claim was decided at (`decided_at`). Returns {claim: (old verdict counts, new)} per claim. The
+    tables, their revision and the job times stay as they are: nothing is trained."""
+    from attncap.claims import render_markdown, render_summary
+    from attncap.claims.evaluate import evaluate_claim
+
+    target = Path(target)
+    documents = load(target)
+    changed = {}
+    for claim in claims:
+        tables = sorted((target / "runs" / claim).glob("*.csv"))
+        if not tables:
+            raise FileNotFoundError(f"{target}: no run tables kept for {claim} (runs/{claim}/*.csv); re-run it instead")
+        old = documents.get(claim)
+        path = target / "claims" / f"{claim}.json"
+        with tempfile.TemporaryDirectory() as scratch:
+            doc = evaluate_claim(claim, tables, tier=old["tier"] if old else config.get("tier", "unknown"),
+                                 json_path=Path(scratch) / "claim.json", summary_path=Path(scratch) / "summary.csv",
+                                 section=config[claim])
+        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        documents[claim] = doc
+        changed[claim] = (_counts(old), _counts(doc))
+    order = list(config.get("claims", [])) + sorted(set(documents) - set(config.get("claims", [])))
+    ordered = [documents[c] for c in order if c in documents]  # the claims table's order (render_claims: config)
+    (target / "summary.md").write_text(render_summary(ordered))
+    (target / "claims.md").write_text(render_markdown(ordered))
+    provenance_path = target / "provenance.json"
+    provenance = json.loads(provenance_path.read_text()) if provenance_path.exists() else {}
+    provenance.setdefault("decided_at", {}).update({claim: revision for claim in claims})
+    provenance_path.write_text(json.dumps(provenance, indent=1) + "\n")
+    return changed
+
+
+def _counts(document: dict | None) -> str:
+    if not document:
+        return "none"
+    counts = Counter(c["verdict"] for c in document["checks"])
+    return ", ".join(f"{k} {counts[k]}" for k in sorted(counts))
 
 
 def _cores() -> int:
