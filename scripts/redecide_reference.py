@@ -19,7 +19,7 @@ def main(argv=None) -> int:
     parser.add_argument("reference", help="a reference folder, e.g. reference/default")
     parser.add_argument("claims", nargs="*", help="claims to decide again (default: every claim with kept tables)")
     parser.add_argument("--configfile", required=True, help="the tier's config file the reference was run with")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # the claims may follow --configfile
     try:
         config = run_config([args.configfile])
     except ConfigError as err:

@@ -259,10 +259,20 @@ def redecide(target, claims: list[str], config: dict, revision: str) -> dict[str
         path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
         documents[claim] = doc
         changed[claim] = (_counts(old), _counts(doc))
+    (target / "summary.md").write_text(render_summary(list(documents.values())))  # write_reference's order
     order = list(config.get("claims", [])) + sorted(set(documents) - set(config.get("claims", [])))
-    ordered = [documents[c] for c in order if c in documents]  # the claims table's order (render_claims: config)
-    (target / "summary.md").write_text(render_summary(ordered))
-    (target / "claims.md").write_text(render_markdown(ordered))
+    table = render_markdown([documents[c] for c in order if c in documents]).splitlines()  # render_claims' order
+    if (target / "claims.md").exists():
+        # the rows of the claims not decided again stay as they were written (from the run's own documents, whose
+        # measured numbers are in the order the checks gave them, not the sorted order of the stored JSON)
+        kept = (target / "claims.md").read_text().splitlines()
+        for claim in set(documents) - set(claims):
+            old_rows = [line for line in kept if line.startswith(f"| {claim} | ")]
+            at = [i for i, line in enumerate(table) if line.startswith(f"| {claim} | ")]
+            if old_rows and len(old_rows) == len(at):
+                for i, line in zip(at, old_rows):
+                    table[i] = line
+    (target / "claims.md").write_text("\n".join(table) + "\n")
     provenance_path = target / "provenance.json"
     provenance = json.loads(provenance_path.read_text()) if provenance_path.exists() else {}
     provenance.setdefault("decided_at", {}).update({claim: revision for claim in claims})
