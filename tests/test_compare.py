@@ -1,10 +1,13 @@
 """attncap.compare: a run against a reference, verdict by verdict and number by number within its precision."""
 import copy
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
-from attncap.compare import TRAINED_REL, compare, load, main, numbers, render, write_reference
+from attncap.compare import TRAINED_REL, compare, load, main, numbers, redecide, render, write_reference
+from attncap.config import run_config
 
 
 def _doc(claim="c"):
@@ -156,7 +159,7 @@ def test_a_reference_sums_the_jobs_cpu_time_not_their_wall_time(tmp_path):
     assert json.loads((target / "provenance.json").read_text())["job_core_seconds"] == 88.0
 
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[1]
 TIER_CONFIGS = {"smoke": "config/smoke.yaml", "default": "config/config.yaml"}
 
 
@@ -166,10 +169,6 @@ def test_the_committed_verdicts_follow_from_the_committed_tables(tier, tmp_path)
     give the committed verdicts and numbers: a change to a check that moves a committed verdict fails here until the
     reference is re-decided (scripts/redecide_reference.py) and its diff reviewed. Claims without kept tables
     (written before the tables were kept) are not read."""
-    import shutil
-
-    from attncap.compare import redecide
-    from attncap.config import run_config
 
     reference = ROOT / "reference" / tier
     kept = sorted(p.name for p in (reference / "runs").iterdir() if p.is_dir()) if (reference / "runs").is_dir() else []
@@ -189,11 +188,6 @@ def test_the_committed_verdicts_follow_from_the_committed_tables(tier, tmp_path)
 def test_redecide_rewrites_the_verdicts_and_names_the_revision(tmp_path):
     """scripts/redecide_reference.py on a reference whose kept tables are the smoke tier's: the documents are
     written again (a verdict edited by hand is put back), and provenance.json records the deciding revision."""
-    import shutil
-
-    from attncap.compare import redecide
-    from attncap.config import run_config
-
     reference = tmp_path / "smoke"
     shutil.copytree(ROOT / "reference" / "smoke", reference)
     claim = "rgr_capacity"

@@ -197,7 +197,7 @@ def write_reference(results, target, *, figures: list[str] = (), wall_time_s: fl
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "claims").mkdir(parents=True)
     for claim, doc in documents.items():
-        (staging / "claims" / f"{claim}.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        _write_document(staging / "claims" / f"{claim}.json", doc)
     (staging / "summary.md").write_text(render_summary(list(documents.values())))
     if (results / "claims.md").exists():
         shutil.copy2(results / "claims.md", staging / "claims.md")
@@ -234,6 +234,11 @@ def write_reference(results, target, *, figures: list[str] = (), wall_time_s: fl
     return target
 
 
+def _write_document(path: Path, doc: dict) -> None:
+    """A reference's verdict JSON: sorted keys, one space of indent (what `load` reads back)."""
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+
 def redecide(target, claims: list[str], config: dict, revision: str) -> dict[str, tuple[str, str]]:
     """Decide `claims` again from the run tables kept in reference `target` (`write_reference` keeps them under
     runs/<claim>/) with the checks of this checkout and the claim's section of `config`; rewrite their verdict
@@ -256,7 +261,7 @@ def redecide(target, claims: list[str], config: dict, revision: str) -> dict[str
             doc = evaluate_claim(claim, tables, tier=old["tier"] if old else config.get("tier", "unknown"),
                                  json_path=Path(scratch) / "claim.json", summary_path=Path(scratch) / "summary.csv",
                                  section=config[claim])
-        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        _write_document(path, doc)
         documents[claim] = doc
         changed[claim] = (_counts(old), _counts(doc))
     (target / "summary.md").write_text(render_summary(list(documents.values())))  # write_reference's order
