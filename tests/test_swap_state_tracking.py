@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from scipy import stats
 
 from attncap.claims import CLAIM, INCONCLUSIVE, NOT_REPRODUCED, PARTIALLY, REPRODUCED, SANITY
 from attncap.claims import swap_state_tracking as claim
@@ -895,10 +896,11 @@ def test_a_run_still_falling_at_its_last_length_is_continued_at_the_continuation
 
 
 def protocol_table(former=0.99, transformer=(0.4, 0.45, 0.5), learned_n3=(16, 16, 16), learned_n5=(4, 4, 4),
-                   learned_n4=(8, 8, 8), former_reason="solved", former_steps=3000, moving=(), seed=0, start=2):
+                   learned_n4=(8, 8, 8), former_reason="solved", former_steps=3000, moving=(), seed=0, start=2,
+                   confirm_sequences=1024, confirmations=2):
     """Synthetic S4: DeltaFormer L1 and Transformers L1/L2/L4 at n = 3, 4, 5, T_train = 16 (one seed), the
     curriculum starting at `start`; the Transformer runs settled on a plateau, except the (depth, n) in `moving`
-    (still improving at the cap)."""
+    (still improving at the cap). Every run drew `confirmations` confirmations of `confirm_sequences` sequences."""
     rows = []
 
     def add(mixer, layers, n, acc, learned, reason, steps=3000):
@@ -906,7 +908,8 @@ def protocol_table(former=0.99, transformer=(0.4, 0.45, 0.5), learned_n3=(16, 16
             rows.append(dict(mixer=mixer, layers=layers, n_objects=n, seed=seed, test_multiplier=m, acc=acc if m == 1 else
                              1 / n, T_train=16, final_stage_T=16, eval_batches=8, batch=64, steps=steps, steps_run=steps,
                              learned_T=learned, train_accuracy=acc, final_train_loss=0.1, stop_reason=reason,
-                             curriculum_start=start))
+                             curriculum_start=start, confirm_sequences=confirm_sequences,
+                             confirmations=confirmations))
     for n in (3, 4, 5):
         add("deltaformer_linear", 1, n, former, 16 if former >= 0.95 else 8, former_reason if n == 5 else "solved",
             former_steps)
@@ -1243,3 +1246,57 @@ def test_a_diverged_cell_withholds_the_rival_too():
     frame.loc[bad, "stop_reason"] = "diverged"
     result = claim.published_deltaformer(frame)
     assert result.verdict == INCONCLUSIVE and result.withheld == "diverged"
+
+
+def test_a_learned_length_needs_its_confirmation(monkeypatch):
+    """Rival of a frontier: a length "learned" because one 128-sequence look among many passed by luck. Every held-out
+    check here reads 1.0 (a lucky look), while the model, 5 objects after 15 steps, is at chance: the confirmation on
+    fresh sequences refuses the pass, so the model is neither promoted nor credited the length. Without confirmations
+    (confirm_batches 0) the same look promotes it, as the old rule did."""
+    spec = dict(SMALL, n_objects=[5], models=["softmax"], depths=[1], steps=15, curriculum_start=2, T_train=8,
+                check_every=5, confirm_batches=4)
+    ctx = RunContext.create(claim="swap_state_tracking", experiment="S4", part="n5-softmax-L1", tier="test")
+    real = experiment.last_quarter
+    # a check's curve is one model's (L,) per-step accuracies; a confirmation's is (sequences, L)
+    monkeypatch.setattr(experiment, "last_quarter", lambda c, L: torch.tensor(1.0) if c.dim() == 1 else real(c, L))
+    rows = experiment.run("S4", spec, ctx).loc[lambda r: r["test_multiplier"] == 1]
+    assert (rows["learned_T"] == 0).all() and (rows["final_stage_T"] == 2).all()
+    assert (rows["confirmations"] == 3).all() and (rows["confirm_sequences"] == 4 * 4).all()
+    assert rows["learned_T_acc"].isna().all() and "confirm=" in rows["checks"].iloc[0]
+    lucky = experiment.run("S4", dict(spec, confirm_batches=0), ctx).loc[lambda r: r["test_multiplier"] == 1]
+    assert (lucky["learned_T"] == 8).all() and (lucky["confirmations"] == 0).all()
+    # a confirmation that passes records its accuracy and standard error at the learned length
+    monkeypatch.setattr(experiment, "last_quarter", lambda c, L: torch.ones(c.shape[:-1]))
+    solved = experiment.run("S4", spec, ctx).loc[lambda r: r["test_multiplier"] == 1]
+    assert (solved["learned_T"] == 8).all() and (solved["learned_T_acc"] == 1.0).all()
+    assert (solved["learned_T_se"] == 0.0).all()
+
+
+def test_confirmation_counts_a_sequence_as_one_draw():
+    """The standard error of a confirmation is over sequences (positions of one sequence fail together)."""
+    values = torch.tensor([1.0, 0.75, 1.0, 0.5])
+    mean, se = experiment.confirmation(values)
+    assert mean == pytest.approx(0.8125) and se == pytest.approx(float(np.std(values.numpy(), ddof=1) / 2))
+
+
+def test_the_frontier_states_its_error_rate_and_refuses_unconfirmed_lengths():
+    """The frontier's learned lengths carry a false-pass bound (a model ≥ 0.03 below the promotion accuracy passing a
+    confirmation, union over every confirmation drawn): with 1024 sequences a confirmation errs ≤ 2e-4 and the table
+    decides; lengths never confirmed (old tables, confirm_batches 0) or confirmed on too few sequences to bound the
+    error by 5% are withheld, not read as a frontier."""
+    rival = dict(learned_n3=(4, 4, 4), learned_n4=(4, 4, 4), learned_n5=(4, 4, 4))
+    decided = claim.frontier(protocol_table(**rival))
+    assert decided.verdict == NOT_REPRODUCED and decided.measured["false_pass_bound"] < 0.01
+    one = claim.false_pass_bound(protocol_table(confirmations=1).query("mixer == 'softmax'"))
+    p = claim.SUCCESS - claim.CONFIRM_MARGIN
+    assert one["bound"] == pytest.approx(9 * float(stats.norm.sf(0.03 * 32 / math.sqrt(p * (1 - p)))))
+    assert one["confirmations"] == 9
+    for unconfirmed in (protocol_table(**rival, confirm_sequences=0), protocol_table(**rival).drop(columns="confirmations")):
+        check = claim.frontier(unconfirmed)
+        assert check.verdict == INCONCLUSIVE and "no confirmations" in check.reason
+    small = claim.frontier(protocol_table(**rival, confirm_sequences=64, confirmations=5))
+    assert small.verdict == INCONCLUSIVE and "bounded only by" in small.reason
+    # boundary, read on the frontier where S1 is withheld, inherits the refusal
+    s1 = table({**cells("softmax", lambda n: chance(n), lambda n: chance(n), at_1t=lambda n: chance(n))},
+               stop_reason="max_steps")
+    assert claim.boundary(s1, protocol_table(**rival, confirm_sequences=0)).verdict == INCONCLUSIVE

@@ -851,6 +851,33 @@ PROTOCOL_N, PROTOCOL_T = 5, 16
 sequences of 16 swaps, where Transformers with more layers did not."""
 FRONTIER_LOW = (3, 4)  # solvable S_n: a fixed-depth Transformer can in principle track them at any length
 FRONTIER_MIN_DEPTHS = 2  # decided depths needed for the claimed side while other depths are left out
+CONFIRM_MARGIN = 0.03
+"""A learned length is a false pass when the model's true last-quarter accuracy there is at most the promotion
+accuracy minus this margin (0.92 against 0.95): far enough below that it has not learned the length."""
+FALSE_PASS_MAX = 0.05
+"""The frontier decides only when the chance that any confirmation of its table passed a model at or below the
+margin is at most this (the union bound of `false_pass_bound`)."""
+
+
+def false_pass_bound(frame: pd.DataFrame | None, promote: float = SUCCESS, margin: float = CONFIRM_MARGIN) -> dict:
+    """The error rate of the frontier's learned lengths (S4's `learned_T`). Each length a held-out check passed
+    counts only once a confirmation on `confirm_sequences` fresh sequences reads ≥ `promote` as well. The mean of
+    n per-sequence accuracies (each in [0, 1]) with true mean p ≤ promote − margin has variance ≤ p(1 − p)/n, so
+    one confirmation passes such a model with probability ≤ Φ(−margin·√n / √(p(1 − p))) (normal approximation,
+    n ≥ 512 here); over every confirmation drawn (`confirmations`, passed or not) the union bound sums them.
+    `bound` is None when the table has no confirmations (`confirm_sequences` 0 or absent): its learned lengths
+    are each the best of many 128-sequence looks, with no error rate."""
+    if frame is None or frame.empty or not {"confirm_sequences", "confirmations"} <= set(frame):
+        return {"bound": None, "confirmations": 0}
+    runs = frame[frame["test_multiplier"] == 1] if "test_multiplier" in frame else frame
+    sequences = pd.to_numeric(runs["confirm_sequences"], errors="coerce").fillna(0)
+    if (sequences <= 0).any():
+        return {"bound": None, "confirmations": 0}
+    p = promote - margin
+    per = stats.norm.sf(margin * np.sqrt(sequences.to_numpy(float)) / math.sqrt(p * (1 - p)))
+    drawn = pd.to_numeric(runs["confirmations"], errors="coerce").fillna(0).to_numpy(float)
+    return {"bound": float(min(1.0, (per * drawn).sum())), "confirmations": int(drawn.sum()),
+            "sequences_per_confirmation": int(sequences.min()), "margin": margin}
 
 
 def _depth_rows(frame: pd.DataFrame | None, mixer: str, n=None) -> pd.DataFrame:
@@ -1054,14 +1081,18 @@ def frontier(frame: pd.DataFrame | None) -> Check:
     (at least FRONTIER_MIN_DEPTHS of them) → reproduced."""
     table = frontier_table(frame)
     table = table[table["mixer"] == TRANSFORMER]
+    errors = false_pass_bound(frame[frame["mixer"] == TRANSFORMER] if frame is not None and "mixer" in frame else frame)
     check = Check("frontier", "The Transformer's in-distribution frontier breaks between n = 4 and n = 5: at the "
                   "longest length it learns for every n ≤ 4, it does not learn n = 5.",
                   f"{PAPER}, Sec. 3.2 (the '5 objects' limit), read in distribution (issue 22)", {},
                   "per depth: learned_T(n = 5) < T* = min over n ≤ 4 of learned_T (the longest curriculum length "
                   "passed at the promotion accuracy within the budget), for every choice of seeds",
-                  "per depth, exact comparison of curriculum lengths (each passed or not on a held-out check) over "
-                  "the seed ranges: decided where every choice of seeds agrees, otherwise inside the seed spread; "
-                  "every depth claimed → reproduced, a rival on any depth → not reproduced", INCONCLUSIVE,
+                  "per depth, exact comparison of curriculum lengths (each passed or not on a held-out check, then "
+                  "confirmed on fresh sequences) over the seed ranges: decided where every choice of seeds agrees, "
+                  "otherwise inside the seed spread; every depth claimed → reproduced, a rival on any depth → not "
+                  f"reproduced. Error rate: the chance that some confirmation passed a model at most {CONFIRM_MARGIN:g} "
+                  f"below the promotion accuracy (union bound over every confirmation drawn) must be ≤ "
+                  f"{FALSE_PASS_MAX:g}, else withheld; a table without confirmations is withheld", INCONCLUSIVE,
                   rival="no line at S_4/S_5 in distribution: n = 5 is learned at T* as well (learned_T(5) ≥ T*)")
     if not len(table):
         return gate(check, LEARNED_PRECONDITION, Certificate.fail(MISSING, "no Transformer frontier runs (S4)"))
@@ -1139,6 +1170,16 @@ def frontier(frame: pd.DataFrame | None) -> Check:
         check.reason = f"decided on {listing([f'depth {k}' for k in decided])}{rival_at}; left out: {'; '.join(left)}"
     elif check.verdict == INCONCLUSIVE and spread and not enough:
         check.reason = f"{check.reason}; {'; '.join(spread)}"  # the gate's reason names only the withheld depths
+    check.measured["false_pass_bound"] = errors["bound"]
+    check.measured["confirmations"] = errors["confirmations"]
+    if check.verdict != INCONCLUSIVE and (errors["bound"] is None or errors["bound"] > FALSE_PASS_MAX):
+        # every learned length rests on a pass that may be luck: a frontier without its error rate decides nothing
+        check.verdict = INCONCLUSIVE
+        check.reason = not_resolved_reason(
+            "the frontier's learned lengths", "no confirmations on fresh sequences (each length is the best of many "
+            "128-sequence looks, with no error rate)" if errors["bound"] is None else
+            f"a false pass among its {errors['confirmations']} confirmations of "
+            f"{errors['sequences_per_confirmation']} sequences is bounded only by {errors['bound']:.3g} > {FALSE_PASS_MAX:g}")
     return check
 
 

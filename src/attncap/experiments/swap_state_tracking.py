@@ -17,7 +17,8 @@ uniformly random length 1..L: for a causal model that is a sequence of that leng
 rotary (default), learned absolute positions (in-distribution only: positions beyond T_train are never
 trained) or none, `schedule` the learning-rate decay after warm-up (cosine or constant), `stage_steps` a
 budget per curriculum length (a model that has not learned its current length within it stops there;
-`learned_T` records the longest length a held-out check passed at `promote_accuracy`), `stage_cap` how far
+`learned_T` records the longest length a held-out check passed at `promote_accuracy`, confirmed on
+`confirm_batches` batches of fresh sequences before it counts or promotes, `confirmed`), `stage_cap` how far
 past that budget a model whose loss at this length is still falling may go on (the plateau rule of
 `learning_status` over its steps at this length, checked every `check_every` steps: once at the first look,
 on two adjacent window pairs at every later one, `attncap.train.plateau_settled`; at the last length, T_train,
@@ -81,9 +82,9 @@ DEFAULTS = {"tokens_per_swap": 1, "adam_betas": [0.9, 0.999], "curriculum_start"
             "check_batches": 2, "promote_accuracy": 0.95, "stop_accuracy": 0.99, "stop_checks": 10,
             "mixed_lengths": False, "positional": "rotary", "schedule": "cosine", "stage_steps": None, "stage_cap": None,
             "readout_temperature": False, "follow_multiplier": None, "follow_checks": 10, "follow_gain": 0.01,
-            "follow_cap": 1, "embed_std": None, "continue_cap": 1, "continue_lr": None}
+            "follow_cap": 1, "embed_std": None, "continue_cap": 1, "continue_lr": None, "confirm_batches": 16}
 RECIPE_KEYS = ("mixed_lengths", "positional", "schedule", "stage_steps", "stage_cap", "readout_temperature",
-               "follow_multiplier", "follow_cap", "embed_std", "continue_cap", "continue_lr")
+               "follow_multiplier", "follow_cap", "embed_std", "continue_cap", "continue_lr", "confirm_batches")
 EXPERIMENTS = ("S1", "S2", "S3", "S4", "S5")
 READOUTS = {
     "rotary": {"positional": "rotary", "readout_temperature": False},
@@ -259,7 +260,8 @@ def follow_settled(accuracies: list[float], checks: int, gain: float, target: fl
 
 def _generator(base_seed: int, seed: int, n: int, stream: int) -> torch.Generator:
     """Data stream of one (seed, n): 0 training, 1 final evaluation, 2 the curriculum's held-out checks, 3 the
-    checks beyond T_train of a solved model (`follow_multiplier`)."""
+    checks beyond T_train of a solved model (`follow_multiplier`), 4 the confirmations of a passed check
+    (`confirm_batches`)."""
     return torch.Generator().manual_seed(((base_seed * 1_000 + seed) * 1_000 + n) * 10 + stream)
 
 
@@ -289,13 +291,28 @@ def mixed_lengths(batch, generator: torch.Generator, tokens_per_swap: int = 1):
 def step_accuracy(model: BatchedLM, batches, tokens_per_swap: int, device, length: int | None = None) -> torch.Tensor:
     """(M, L) per-step accuracy of each model on its batch (no final query), L the longest sequence (padded
     to `length` tokens when given, as `padded_batch`)."""
+    return step_correct(model, batches, tokens_per_swap, device, length).mean(1)
+
+
+def step_correct(model: BatchedLM, batches, tokens_per_swap: int, device, length: int | None = None) -> torch.Tensor:
+    """(M, B, L) 1.0 where each model's prediction after each swap of each sequence is right (`step_accuracy`
+    before the mean over sequences)."""
     tokens, _ = padded_batch(batches, device, length)
     steps = max(b.step_targets.shape[1] for b in batches)
     truth = torch.full((len(batches), batches[0].step_targets.shape[0], steps), -1, dtype=torch.long)
     for i, b in enumerate(batches):
         truth[i, :, : b.step_targets.shape[1]] = b.step_targets
     logits = model(tokens)[:, :, step_positions(tokens_per_swap)]
-    return (logits.argmax(-1).cpu() == truth).double().mean(1)
+    return (logits.argmax(-1).cpu() == truth).double()
+
+
+def confirmation(per_sequence: torch.Tensor) -> tuple[float, float]:
+    """(mean, standard error) of a confirmation: the last-quarter accuracies of its fresh sequences, one per
+    sequence, so the error counts the positions of one sequence as one draw (they are correlated: a model
+    that loses track at some swap gets the later ones wrong together)."""
+    values = per_sequence.double()
+    n = values.numel()
+    return float(values.mean()), float(values.std(unbiased=True) / math.sqrt(n)) if n > 1 else math.inf
 
 
 def last_quarter(curve: torch.Tensor, length: int) -> torch.Tensor:
@@ -379,6 +396,8 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     gens = [_generator(context.seed, g["seed"], n, 0) for g in grid]
     check_gens = [_generator(context.seed, g["seed"], n, 2) for g in grid]
     follow_gens = [_generator(context.seed, g["seed"], n, 3) for g in grid]  # own stream: other checks unchanged
+    confirm_gens = [_generator(context.seed, g["seed"], n, 4) for g in grid]  # drawn only at a model's own confirmations
+    confirm_chunks = math.ceil(spec["confirm_batches"] / spec["check_batches"])  # each a check's 2 × 64 sequences
     settings = TrainSettings(steps=spec["steps"], lr=spec["lr"], optimizer="adamw", betas=tuple(spec["adam_betas"]),
                              weight_decay=spec["weight_decay"], warmup_steps=spec["warmup_steps"],
                              schedule=spec["schedule"], final_lr_fraction=spec["final_lr_fraction"],
@@ -390,7 +409,9 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     diverged = torch.zeros(len(grid), dtype=torch.bool)
     checks: list[list[str]] = [[] for _ in grid]  # "step:T:acc" of every held-out check
     passes = [0] * len(grid)  # consecutive checks at T_train with accuracy ≥ stop_accuracy
-    learned = [0] * len(grid)  # longest length with a held-out check ≥ promote_accuracy (the frontier)
+    learned = [0] * len(grid)  # longest length with a held-out check ≥ promote_accuracy, confirmed (the frontier)
+    learned_stats = [(math.nan, math.nan)] * len(grid)  # (accuracy, standard error) of the confirmation at `learned`
+    confirmations = [0] * len(grid)  # confirmations drawn (passed or not): each a chance of a false pass
     following: list[list[float] | None] = [None] * len(grid)  # accuracy at follow·T_train per check, once solved
     far = spec["follow_multiplier"] * spec["T_train"] if spec["follow_multiplier"] else None  # followed length
     stalled = [False] * len(grid)  # stopped by `stage_steps` without learning its current length
@@ -448,6 +469,30 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         return not plateau_settled(own, lambda end, window: tail_lr_fraction(settings, start + end, window=window),
                                    reads=1 if first_look else 2)
 
+    def confirmed(i: int, L: int, step: int) -> bool:
+        """Whether model i, whose held-out check just passed length L (not yet learned), passes again on
+        `confirm_batches` × batch fresh sequences of that length from its own stream (`confirmation`). A check
+        of 2 × 64 sequences asked every `check_every` steps gives a model hovering below `promote_accuracy` many
+        chances to pass once; the frontier (`learned_T`) is the longest length so confirmed, and the
+        confirmation's accuracy and standard error are kept with the count of confirmations drawn, so that its
+        error rate can be stated (`claims.swap_state_tracking`)."""
+        if not spec["confirm_batches"]:
+            return True
+        confirmations[i] += 1
+        size, values = spec["batch"] * spec["check_batches"], []
+        with torch.no_grad():
+            for _ in range(confirm_chunks):
+                own = sample(n, L, size, confirm_gens[i], final_query=False, tokens_per_swap=form)
+                # the other models on the axis see the same sequences; only model i's predictions are read
+                correct = step_correct(model, [own] * len(rows), form, device)[rows.index(i)]
+                values.append(last_quarter(correct, L))  # per sequence
+        acc, se = confirmation(torch.stack(values).flatten())
+        checks[i].append(f"{step}:{L}:confirm={acc:.3f}±{se:.3f}")
+        if acc >= spec["promote_accuracy"]:
+            learned_stats[i] = (acc, se)
+            return True
+        return False
+
     def on_step(step, losses, batch):
         trained = torch.zeros(len(grid), dtype=torch.bool)
         trained[rows] = True  # a model off the axis has a NaN loss that is not its own
@@ -468,7 +513,6 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                     followed = [sample(n, far, spec["batch"] * spec["check_batches"], g, final_query=False,
                                        tokens_per_swap=form) for g in follow_gens]
                     beyond = dict(zip(rows, step_accuracy(model, [followed[i] for i in rows], form, device)))
-            model.train()
             past_budget = step + 1 > spec["steps"]  # only following and continued models train on
             for i, L in enumerate(lengths):
                 if done[i] or i not in curve or (past_budget and following[i] is None and not extended[i]):
@@ -476,7 +520,9 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 acc = float(last_quarter(curve[i], L))
                 checks[i].append(f"{step + 1}:{L}:{acc:.3f}")
                 at_length = step + 1 - reached[i][L]  # steps trained at the current length
-                if acc >= spec["promote_accuracy"]:
+                # a pass at a length not yet learned counts once confirmed on fresh sequences
+                promoted = acc >= spec["promote_accuracy"] and (learned[i] >= L or confirmed(i, L, step + 1))
+                if promoted:
                     learned[i] = max(learned[i], L)
                 elif (spec["stage_steps"] and learned[i] < L and at_length >= spec["stage_steps"]
                       and (at_length >= length_cap(i, L) or not still_falling(
@@ -508,9 +554,10 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                             following[i] = []  # solved T_train: from the next check on, follow m·T_train
                         else:
                             done[i] = True
-                elif acc >= spec["promote_accuracy"]:
+                elif promoted:
                     stage[i] += 1
                     reached[i][stages[stage[i]]] = step + 1
+            model.train()
             print(f"step {step + 1}: " + ", ".join(f"{g['mixer']}/{g['seed']} T={stages[s]} {c.split(':')[-1] if c else ''}"
                                               f"{' done' if d else ''}" for g, s, c, d in
                                               zip(grid, stage, (c[-1] if c else "" for c in checks), done.tolist())),
@@ -587,7 +634,10 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 "steps_run": result["model_steps"][i], "max_steps": spec["steps"], "job_steps": result["steps_run"],
                 "stopped_early": bool(done[i]), "stop_reason": reason, "loss_drop": drop, "lr_last10": lr_tail,
                 "curriculum": " ".join(f"{L}@{s}" for L, s in reached[i].items()),
-                "final_stage_T": stages[stage[i]], "learned_T": learned[i], "stage_budget_stop": stalled[i],
+                "final_stage_T": stages[stage[i]], "learned_T": learned[i], "learned_T_acc": learned_stats[i][0],
+                "learned_T_se": learned_stats[i][1], "confirmations": confirmations[i],
+                "confirm_sequences": confirm_chunks * spec["batch"] * spec["check_batches"],
+                "stage_budget_stop": stalled[i],
                 "checks": " ".join(checks[i][-40:]),
                 "follow_checks_run": len(following[i]) if following[i] is not None else 0,
                 "max_train_value_norm": float(train_norm[i]), **row,
