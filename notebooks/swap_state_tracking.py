@@ -456,7 +456,7 @@ display(largest)
 # The word-problem literature's
 # batches mixing every length ≤ the current one kept the Transformer at chance beyond swap 4 here, so S4 trains
 # on whole sequences (the config records both measurements). The **frontier** is the longest curriculum length a held-out check passed
-# at 0.95 (last quarter of the swaps) and a confirmation on 1024 fresh sequences passed again (a check of 128
+# at 0.95 (last quarter of the swaps) and a confirmation on 2048 fresh sequences passed again (a check of 128
 # sequences asked every 50 steps gives a model hovering just below 0.95 many chances to pass once; the verdict
 # table states the chance that any confirmation passed a model at ≤ 0.92), a range over the seeds (`learned_T_min`–`learned_T_max`; the figure's
 # dot is the best seed, its bar reaches down to the worst); `front` the number of leading swaps at ≥ 0.95 in
