@@ -897,7 +897,7 @@ def test_a_run_still_falling_at_its_last_length_is_continued_at_the_continuation
 
 def protocol_table(former=0.99, transformer=(0.4, 0.45, 0.5), learned_n3=(16, 16, 16), learned_n5=(4, 4, 4),
                    learned_n4=(8, 8, 8), former_reason="solved", former_steps=3000, moving=(), seed=0, start=2,
-                   confirm_sequences=1024, confirmations=2):
+                   confirm_sequences=2048, confirmations=2):
     """Synthetic S4: DeltaFormer L1 and Transformers L1/L2/L4 at n = 3, 4, 5, T_train = 16 (one seed), the
     curriculum starting at `start`; the Transformer runs settled on a plateau, except the (depth, n) in `moving`
     (still improving at the cap). Every run drew `confirmations` confirmations of `confirm_sequences` sequences."""
@@ -909,7 +909,7 @@ def protocol_table(former=0.99, transformer=(0.4, 0.45, 0.5), learned_n3=(16, 16
                              1 / n, T_train=16, final_stage_T=16, eval_batches=8, batch=64, steps=steps, steps_run=steps,
                              learned_T=learned, train_accuracy=acc, final_train_loss=0.1, stop_reason=reason,
                              curriculum_start=start, confirm_sequences=confirm_sequences,
-                             confirmations=confirmations))
+                             confirmations=confirmations, check_every=50, promote_accuracy=0.95))
     for n in (3, 4, 5):
         add("deltaformer_linear", 1, n, former, 16 if former >= 0.95 else 8, former_reason if n == 5 else "solved",
             former_steps)
@@ -1280,23 +1280,46 @@ def test_confirmation_counts_a_sequence_as_one_draw():
 
 
 def test_the_frontier_states_its_error_rate_and_refuses_unconfirmed_lengths():
-    """The frontier's learned lengths carry a false-pass bound (a model ≥ 0.03 below the promotion accuracy passing a
-    confirmation, union over every confirmation drawn): with 1024 sequences a confirmation errs ≤ 2e-4 and the table
-    decides; lengths never confirmed (old tables, confirm_batches 0) or confirmed on too few sequences to bound the
-    error by 5% are withheld, not read as a frontier."""
+    """The frontier's learned lengths carry a false-pass bound: a model 0.03 or more below the promotion accuracy
+    passes one confirmation of n sequences with probability ≤ exp(−n·KL(0.95‖0.92)) (Hoeffding), and a run draws at
+    most one per held-out check, so the union over every check the runs could make bounds the table's error. With
+    2048 sequences the table decides; lengths never confirmed (old tables, confirm_batches 0), or confirmed on too few
+    sequences to bound the error by 5%, are withheld, not read as a frontier."""
     rival = dict(learned_n3=(4, 4, 4), learned_n4=(4, 4, 4), learned_n5=(4, 4, 4))
     decided = claim.frontier(protocol_table(**rival))
-    assert decided.verdict == NOT_REPRODUCED and decided.measured["false_pass_bound"] < 0.01
-    one = claim.false_pass_bound(protocol_table(confirmations=1).query("mixer == 'softmax'"))
-    p = claim.SUCCESS - claim.CONFIRM_MARGIN
-    assert one["bound"] == pytest.approx(9 * float(stats.norm.sf(0.03 * 32 / math.sqrt(p * (1 - p)))))
-    assert one["confirmations"] == 9
+    assert decided.verdict == NOT_REPRODUCED and decided.measured["false_pass_bound"] < 0.001
+    bound = claim.false_pass_bound(protocol_table().query("mixer == 'softmax'"))
+    q, p = 0.95, 0.92
+    kl = q * math.log(q / p) + (1 - q) * math.log((1 - q) / (1 - p))
+    assert bound["bound"] == pytest.approx(9 * 60 * math.exp(-2048 * kl))  # 9 runs × 3000 steps / 50 per check
+    assert bound["confirmations"] == 18 and math.exp(-2048 * kl) == pytest.approx(6.14e-7, rel=1e-3)
     for unconfirmed in (protocol_table(**rival, confirm_sequences=0), protocol_table(**rival).drop(columns="confirmations")):
         check = claim.frontier(unconfirmed)
         assert check.verdict == INCONCLUSIVE and "no confirmations" in check.reason
-    small = claim.frontier(protocol_table(**rival, confirm_sequences=64, confirmations=5))
-    assert small.verdict == INCONCLUSIVE and "bounded only by" in small.reason
+    small = claim.frontier(protocol_table(**rival, confirm_sequences=1024))  # 540 checks × 7.8e-4
+    assert small.verdict == INCONCLUSIVE and "only by 0.423" in small.reason
     # boundary, read on the frontier where S1 is withheld, inherits the refusal
     s1 = table({**cells("softmax", lambda n: chance(n), lambda n: chance(n), at_1t=lambda n: chance(n))},
                stop_reason="max_steps")
     assert claim.boundary(s1, protocol_table(**rival, confirm_sequences=0)).verdict == INCONCLUSIVE
+
+
+def test_the_runner_keeps_the_confirmations_standard_error_over_sequences(monkeypatch):
+    """The recorded standard error is over the confirmation's sequences pooled across its chunks: one wrong
+    sequence in 20 gives mean 0.95 and SE = sd/√160 over 160 sequences (40 chunks of 4), not a spread of chunk
+    means."""
+    spec = dict(SMALL, n_objects=[3], models=["softmax"], depths=[1], steps=5, curriculum_start=4, T_train=4,
+                check_every=5, confirm_batches=40)
+    ctx = RunContext.create(claim="swap_state_tracking", experiment="S4", part="n3-softmax-L1", tier="test")
+    drawn = itertools.count()
+
+    def quarter(c, L):
+        if c.dim() == 1:
+            return torch.tensor(1.0)
+        return torch.tensor([0.0 if next(drawn) % 20 == 0 else 1.0 for _ in range(c.shape[0])])
+
+    monkeypatch.setattr(experiment, "last_quarter", quarter)
+    row = experiment.run("S4", spec, ctx).loc[lambda r: r["test_multiplier"] == 1].iloc[0]
+    values = np.array([0.0 if k % 20 == 0 else 1.0 for k in range(160)])
+    assert row["learned_T"] == 4 and row["learned_T_acc"] == pytest.approx(0.95)
+    assert row["learned_T_se"] == pytest.approx(values.std(ddof=1) / math.sqrt(160))
