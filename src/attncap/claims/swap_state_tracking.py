@@ -859,7 +859,7 @@ FALSE_PASS_MAX = 0.05
 margin is at most this (the union bound of `false_pass_bound`)."""
 
 
-def false_pass_bound(frame: pd.DataFrame | None, promote: float | None = None, margin: float = CONFIRM_MARGIN) -> dict:
+def false_pass_bound(frame: pd.DataFrame | None, margin: float = CONFIRM_MARGIN) -> dict:
     """The error rate of the frontier's learned lengths (S4's `learned_T`). Each length a held-out check passed
     counts only once a confirmation on `confirm_sequences` fresh sequences reads ≥ the promotion accuracy q as well.
     The mean of n independent per-sequence accuracies (each in [0, 1]) with true mean at most p = q − margin reaches
@@ -1089,7 +1089,7 @@ def frontier(frame: pd.DataFrame | None) -> Check:
     (at least FRONTIER_MIN_DEPTHS of them) → reproduced."""
     table = frontier_table(frame)
     table = table[table["mixer"] == TRANSFORMER]
-    errors = false_pass_bound(frame[frame["mixer"] == TRANSFORMER] if frame is not None and "mixer" in frame else frame)
+    errors = false_pass_bound(_rows(frame, [TRANSFORMER]))
     check = Check("frontier", "The Transformer's in-distribution frontier breaks between n = 4 and n = 5: at the "
                   "longest length it learns for every n ≤ 4, it does not learn n = 5.",
                   f"{PAPER}, Sec. 3.2 (the '5 objects' limit), read in distribution (issue 22)", {},

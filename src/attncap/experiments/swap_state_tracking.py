@@ -397,7 +397,8 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
     check_gens = [_generator(context.seed, g["seed"], n, 2) for g in grid]
     follow_gens = [_generator(context.seed, g["seed"], n, 3) for g in grid]  # own stream: other checks unchanged
     confirm_gens = [_generator(context.seed, g["seed"], n, 4) for g in grid]  # drawn only at a model's own confirmations
-    confirm_chunks = math.ceil(spec["confirm_batches"] / spec["check_batches"])  # each a check's 2 × 64 sequences
+    check_size = spec["batch"] * spec["check_batches"]  # sequences in one held-out check
+    confirm_chunks = math.ceil(spec["confirm_batches"] / spec["check_batches"])  # a confirmation, in checks' sizes
     settings = TrainSettings(steps=spec["steps"], lr=spec["lr"], optimizer="adamw", betas=tuple(spec["adam_betas"]),
                              weight_decay=spec["weight_decay"], warmup_steps=spec["warmup_steps"],
                              schedule=spec["schedule"], final_lr_fraction=spec["final_lr_fraction"],
@@ -479,10 +480,10 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
         if not spec["confirm_batches"]:
             return True
         confirmations[i] += 1
-        size, values = spec["batch"] * spec["check_batches"], []
+        values = []
         with torch.no_grad():
             for _ in range(confirm_chunks):
-                own = sample(n, L, size, confirm_gens[i], final_query=False, tokens_per_swap=form)
+                own = sample(n, L, check_size, confirm_gens[i], final_query=False, tokens_per_swap=form)
                 # the other models on the axis see the same sequences; only model i's predictions are read
                 correct = step_correct(model, [own] * len(rows), form, device)[rows.index(i)]
                 values.append(last_quarter(correct, L))  # per sequence
@@ -504,13 +505,13 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 lengths = [stages[s] for s in stage]
                 # every model's check sequences are drawn (its own stream) and padded to the longest, so a model
                 # left on the axis is checked on the same tokens whichever of its batch mates were dropped
-                batches = [sample(n, L, spec["batch"] * spec["check_batches"], g, final_query=False,
+                batches = [sample(n, L, check_size, g, final_query=False,
                                   tokens_per_swap=form) for L, g in zip(lengths, check_gens)]
                 longest = max(b.tokens.shape[1] for b in batches)
                 curve = dict(zip(rows, step_accuracy(model, [batches[i] for i in rows], form, device, longest)))
                 beyond = None
                 if far and any(f is not None and not d for f, d in zip(following, done.tolist())):
-                    followed = [sample(n, far, spec["batch"] * spec["check_batches"], g, final_query=False,
+                    followed = [sample(n, far, check_size, g, final_query=False,
                                        tokens_per_swap=form) for g in follow_gens]
                     beyond = dict(zip(rows, step_accuracy(model, [followed[i] for i in rows], form, device)))
             past_budget = step + 1 > spec["steps"]  # only following and continued models train on
@@ -636,7 +637,7 @@ def run(experiment: str, spec: dict, context: RunContext) -> pd.DataFrame:
                 "curriculum": " ".join(f"{L}@{s}" for L, s in reached[i].items()),
                 "final_stage_T": stages[stage[i]], "learned_T": learned[i], "learned_T_acc": learned_stats[i][0],
                 "learned_T_se": learned_stats[i][1], "confirmations": confirmations[i],
-                "confirm_sequences": confirm_chunks * spec["batch"] * spec["check_batches"],
+                "confirm_sequences": confirm_chunks * check_size,
                 "stage_budget_stop": stalled[i],
                 "checks": " ".join(checks[i][-40:]),
                 "follow_checks_run": len(following[i]) if following[i] is not None else 0,
