@@ -1,0 +1,130 @@
+"""Carry a claim's re-run that is too long for one session over to the next one: `keep` copies the run tables it
+has finished (and their benchmark files) from results/ into reference/<tier>/partial/<claim>/, which is committed;
+`restore` puts them back under results/ in a fresh checkout, so that `snakemake --rerun-triggers mtime` trains only
+the jobs still missing. `restore` refuses a table unless the code that trains it (src/attncap outside claims/ and
+the other claims' experiment modules, scripts/run_experiment.py) and the claim's config section are the same at the
+table's revision as in this checkout: a finished re-run is then one run of one code, whichever sessions ran it.
+
+    python scripts/partial_rerun.py keep reference/default swap_state_tracking
+    python scripts/partial_rerun.py restore reference/default swap_state_tracking --configfile config/config.yaml
+"""
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from attncap.config import ConfigError, run_config
+from attncap.runtime import read_run_csv
+
+ROOT = Path(__file__).resolve().parents[1]
+CLAIMS = sorted(p.stem for p in (ROOT / "src" / "attncap" / "claims").glob("*.py") if not p.stem.startswith("_"))
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def training_code_paths(claim: str) -> list[str]:
+    """The pathspec of the code whose change would change `claim`'s run tables."""
+    others = [f":(exclude)src/attncap/experiments/{c}.py" for c in CLAIMS if c != claim]
+    return ["src/attncap", ":(exclude)src/attncap/claims", *others, "scripts/run_experiment.py"]
+
+
+def same_training_code(revision: str, claim: str) -> str | None:
+    """None when `revision` trains `claim` with this checkout's code, else why not."""
+    if revision.endswith("+dirty"):
+        return f"its revision {revision} had uncommitted changes"
+    diff = _git("diff", "--quiet", revision, "--", *training_code_paths(claim))  # against the working tree
+    if diff.returncode == 1:
+        return f"the training code changed since {revision} (git diff {revision} -- src/attncap)"
+    if diff.returncode != 0:
+        return f"revision {revision} is not in this checkout's history ({diff.stderr.strip()})"
+    return None
+
+
+def same_config(revision: str, claim: str, configfile: Path) -> str | None:
+    """None when the claim's section of `configfile` is the same at `revision` as now, else why not."""
+    shown = _git("show", f"{revision}:{configfile.as_posix()}")
+    if shown.returncode != 0:
+        return f"{configfile} is not at {revision} ({shown.stderr.strip()})"
+    with tempfile.TemporaryDirectory() as scratch:
+        old_file = Path(scratch) / configfile.name
+        old_file.write_text(shown.stdout)
+        try:
+            old = run_config([old_file])
+        except ConfigError as err:
+            return f"{configfile} at {revision} does not validate now ({err})"
+    if old.get(claim) != run_config([ROOT / configfile]).get(claim):
+        return f"the {claim} section of {configfile} changed since {revision}"
+    return None
+
+
+def _folders(reference: Path, claim: str, results: Path) -> tuple[Path, Path, Path, Path]:
+    kept = reference / "partial" / claim
+    return results / claim / "runs", results / "benchmarks" / claim, kept / "runs", kept / "benchmarks"
+
+
+def keep(reference: Path, claim: str, results: Path) -> int:
+    runs, benchmarks, kept_runs, kept_benchmarks = _folders(reference, claim, results)
+    tables = sorted(runs.glob("*.csv"))
+    if not tables:
+        print(f"error: {runs} holds no finished run tables", file=sys.stderr)
+        return 1
+    kept_runs.mkdir(parents=True, exist_ok=True)
+    kept_benchmarks.mkdir(parents=True, exist_ok=True)
+    for table in tables:
+        shutil.copy2(table, kept_runs / table.name)
+        bench = benchmarks / f"{table.stem}.tsv"
+        if bench.exists():
+            shutil.copy2(bench, kept_benchmarks / bench.name)
+    print(f"kept {len(tables)} run tables of {claim} in {kept_runs}")
+    return 0
+
+
+def restore(reference: Path, claim: str, configfile: Path, results: Path) -> int:
+    runs, benchmarks, kept_runs, kept_benchmarks = _folders(reference, claim, results)
+    tables = sorted(kept_runs.glob("*.csv"))
+    if not tables:
+        print(f"error: {kept_runs} keeps no run tables", file=sys.stderr)
+        return 1
+    refused = []
+    for table in tables:
+        revisions = sorted(set(read_run_csv(table)["git_revision"].astype(str)))
+        reasons = [r for rev in revisions for r in (same_training_code(rev, claim), same_config(rev, claim, configfile))
+                   if r]
+        if reasons:
+            refused.append(f"{table.name}: {'; '.join(reasons)}")
+    if refused:
+        print("error: not restored (train these again instead):\n  " + "\n  ".join(refused), file=sys.stderr)
+        return 1
+    runs.mkdir(parents=True, exist_ok=True)
+    benchmarks.mkdir(parents=True, exist_ok=True)
+    for table in tables:
+        shutil.copyfile(table, runs / table.name)  # a fresh mtime: newer than anything Snakemake compares it with
+        bench = kept_benchmarks / f"{table.stem}.tsv"
+        if bench.exists():
+            shutil.copyfile(bench, benchmarks / bench.name)
+    print(f"restored {len(tables)} run tables of {claim}; now: "
+          f"snakemake --cores 2 --rerun-triggers mtime results/claims/{claim}.json")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=["keep", "restore"])
+    parser.add_argument("reference", type=Path, help="a reference folder, e.g. reference/default")
+    parser.add_argument("claim", choices=CLAIMS)
+    parser.add_argument("--configfile", type=Path, default=Path("config/config.yaml"),
+                        help="the tier's config file, relative to the checkout (restore compares the claim's section)")
+    parser.add_argument("--results", type=Path, default=ROOT / "results",
+                        help="the results folder to keep from or restore into (default: the checkout's)")
+    args = parser.parse_args(argv)
+    if args.action == "keep":
+        return keep(args.reference, args.claim, args.results)
+    return restore(args.reference, args.claim, args.configfile, args.results)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
