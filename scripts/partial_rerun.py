@@ -66,19 +66,24 @@ def _folders(reference: Path, claim: str, results: Path) -> tuple[Path, Path, Pa
     return results / claim / "runs", results / "benchmarks" / claim, kept / "runs", kept / "benchmarks"
 
 
+def _copy(tables, benchmarks_from: Path, runs_to: Path, benchmarks_to: Path, copy) -> None:
+    """Copy each run table and, where there is one, its benchmark file."""
+    runs_to.mkdir(parents=True, exist_ok=True)
+    benchmarks_to.mkdir(parents=True, exist_ok=True)
+    for table in tables:
+        copy(table, runs_to / table.name)
+        bench = benchmarks_from / f"{table.stem}.tsv"
+        if bench.exists():
+            copy(bench, benchmarks_to / bench.name)
+
+
 def keep(reference: Path, claim: str, results: Path) -> int:
     runs, benchmarks, kept_runs, kept_benchmarks = _folders(reference, claim, results)
     tables = sorted(runs.glob("*.csv"))
     if not tables:
         print(f"error: {runs} holds no finished run tables", file=sys.stderr)
         return 1
-    kept_runs.mkdir(parents=True, exist_ok=True)
-    kept_benchmarks.mkdir(parents=True, exist_ok=True)
-    for table in tables:
-        shutil.copy2(table, kept_runs / table.name)
-        bench = benchmarks / f"{table.stem}.tsv"
-        if bench.exists():
-            shutil.copy2(bench, kept_benchmarks / bench.name)
+    _copy(tables, benchmarks, kept_runs, kept_benchmarks, shutil.copy2)
     print(f"kept {len(tables)} run tables of {claim} in {kept_runs}")
     return 0
 
@@ -89,23 +94,17 @@ def restore(reference: Path, claim: str, configfile: Path, results: Path) -> int
     if not tables:
         print(f"error: {kept_runs} keeps no run tables", file=sys.stderr)
         return 1
-    refused = []
-    for table in tables:
-        revisions = sorted(set(read_run_csv(table)["git_revision"].astype(str)))
-        reasons = [r for rev in revisions for r in (same_training_code(rev, claim), same_config(rev, claim, configfile))
-                   if r]
-        if reasons:
-            refused.append(f"{table.name}: {'; '.join(reasons)}")
+    revisions = {table: sorted(set(read_run_csv(table)["git_revision"].astype(str))) for table in tables}
+    # one verdict per revision (a re-run's tables share one or two), not one git diff and config load per table
+    why_not = {rev: [r for r in (same_training_code(rev, claim), same_config(rev, claim, configfile)) if r]
+               for rev in sorted({rev for revs in revisions.values() for rev in revs})}
+    refused = [f"{table.name}: {'; '.join(r for rev in revs for r in why_not[rev])}"
+               for table, revs in revisions.items() if any(why_not[rev] for rev in revs)]
     if refused:
         print("error: not restored (train these again instead):\n  " + "\n  ".join(refused), file=sys.stderr)
         return 1
-    runs.mkdir(parents=True, exist_ok=True)
-    benchmarks.mkdir(parents=True, exist_ok=True)
-    for table in tables:
-        shutil.copyfile(table, runs / table.name)  # a fresh mtime: newer than anything Snakemake compares it with
-        bench = kept_benchmarks / f"{table.stem}.tsv"
-        if bench.exists():
-            shutil.copyfile(bench, benchmarks / bench.name)
+    # copyfile, not copy2: a fresh mtime, newer than anything Snakemake compares the table with
+    _copy(tables, kept_benchmarks, runs, benchmarks, shutil.copyfile)
     print(f"restored {len(tables)} run tables of {claim}; now: "
           f"snakemake --cores 2 --rerun-triggers mtime results/claims/{claim}.json")
     return 0
