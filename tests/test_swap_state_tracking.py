@@ -1326,3 +1326,20 @@ def test_the_runner_keeps_the_confirmations_standard_error_over_sequences(monkey
     values = np.array([0.0 if k % 20 == 0 else 1.0 for k in range(160)])
     assert row["learned_T"] == 4 and row["learned_T_acc"] == pytest.approx(0.95)
     assert row["learned_T_se"] == pytest.approx(values.std(ddof=1) / math.sqrt(160))
+
+
+def test_step_accuracy_pads_past_the_batches_it_scores():
+    """A check pads every model's batch to the longest of all, also a dropped model's: the models still scored
+    may all be shorter (here 8 swaps padded to 16), and each is scored on its own swaps, 0 past them."""
+    g = torch.Generator().manual_seed(0)
+    short, long = sample(3, 8, 5, g, final_query=False), sample(3, 16, 5, g, final_query=False)
+    classes = int(short.step_targets.max()) + 1
+
+    def oracle(tokens):  # right at each of the short batch's swaps, whatever the padding
+        logits = torch.zeros(*tokens.shape, classes)
+        logits[0, :, :8].scatter_(-1, short.step_targets.unsqueeze(-1), 1.0)
+        return logits
+
+    curve = experiment.step_accuracy(oracle, [short], 1, "cpu", long.tokens.shape[1])
+    assert curve.shape == (1, 16)
+    assert curve[0, :8].eq(1).all() and curve[0, 8:].eq(0).all()

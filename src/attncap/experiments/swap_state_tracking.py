@@ -298,11 +298,12 @@ def step_correct(model: BatchedLM, batches, tokens_per_swap: int, device, length
     """(M, B, L) 1.0 where each model's prediction after each swap of each sequence is right (`step_accuracy`
     before the mean over sequences)."""
     tokens, _ = padded_batch(batches, device, length)
-    steps = max(b.step_targets.shape[1] for b in batches)
-    truth = torch.full((len(batches), batches[0].step_targets.shape[0], steps), -1, dtype=torch.long)
+    logits = model(tokens)[:, :, step_positions(tokens_per_swap)]
+    # padded to `length`, the logits may cover more swaps than these batches hold (the longest batch was a
+    # dropped model's); the truth is -1 there, which no prediction matches
+    truth = torch.full(logits.shape[:3], -1, dtype=torch.long)
     for i, b in enumerate(batches):
         truth[i, :, : b.step_targets.shape[1]] = b.step_targets
-    logits = model(tokens)[:, :, step_positions(tokens_per_swap)]
     return (logits.argmax(-1).cpu() == truth).double()
 
 
