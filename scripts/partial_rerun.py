@@ -4,9 +4,13 @@ has finished (and their benchmark files) from results/ into reference/<tier>/par
 the jobs still missing. `restore` refuses a table unless the code that trains it (src/attncap outside claims/ and
 the other claims' experiment modules, scripts/run_experiment.py) and the claim's config section are the same at the
 table's revision as in this checkout: a finished re-run is then one run of one code, whichever sessions ran it.
+The one exception is named on the command line: `--granted COMMIT` accepts a table written before COMMIT when COMMIT
+is the only change to its training code since (a fix of a path the table never took, say a crash), and the
+commit's message must say why its numbers are the same.
 
     python scripts/partial_rerun.py keep reference/default swap_state_tracking
     python scripts/partial_rerun.py restore reference/default swap_state_tracking --configfile config/config.yaml
+    python scripts/partial_rerun.py restore reference/default swap_state_tracking --granted 5f1c235
 """
 import argparse
 import shutil
@@ -32,11 +36,18 @@ def training_code_paths(claim: str) -> list[str]:
     return ["src/attncap", ":(exclude)src/attncap/claims", *others, "scripts/run_experiment.py"]
 
 
-def same_training_code(revision: str, claim: str) -> str | None:
-    """None when `revision` trains `claim` with this checkout's code, else why not."""
+def same_training_code(revision: str, claim: str, granted: str | None = None) -> str | None:
+    """None when `revision` trains `claim` with this checkout's code, or differs from it only by the commit
+    `granted` (the code at `revision` is that of the commit's parent, and the working tree that of the commit),
+    else why not."""
     if revision.endswith("+dirty"):
         return f"its revision {revision} had uncommitted changes"
     diff = _git("diff", "--quiet", revision, "--", *training_code_paths(claim))  # against the working tree
+    if diff.returncode == 1 and granted:
+        before = _git("diff", "--quiet", revision, f"{granted}^", "--", *training_code_paths(claim))
+        after = _git("diff", "--quiet", granted, "--", *training_code_paths(claim))
+        if before.returncode == 0 and after.returncode == 0:
+            return None
     if diff.returncode == 1:
         return f"the training code changed since {revision} (git diff {revision} -- src/attncap)"
     if diff.returncode != 0:
@@ -88,7 +99,7 @@ def keep(reference: Path, claim: str, results: Path) -> int:
     return 0
 
 
-def restore(reference: Path, claim: str, configfile: Path, results: Path) -> int:
+def restore(reference: Path, claim: str, configfile: Path, results: Path, granted: str | None = None) -> int:
     runs, benchmarks, kept_runs, kept_benchmarks = _folders(reference, claim, results)
     tables = sorted(kept_runs.glob("*.csv"))
     if not tables:
@@ -96,7 +107,7 @@ def restore(reference: Path, claim: str, configfile: Path, results: Path) -> int
         return 1
     revisions = {table: sorted(set(read_run_csv(table)["git_revision"].astype(str))) for table in tables}
     # one verdict per revision (a re-run's tables share one or two), not one git diff and config load per table
-    why_not = {rev: [r for r in (same_training_code(rev, claim), same_config(rev, claim, configfile)) if r]
+    why_not = {rev: [r for r in (same_training_code(rev, claim, granted), same_config(rev, claim, configfile)) if r]
                for rev in sorted({rev for revs in revisions.values() for rev in revs})}
     refused = [f"{table.name}: {'; '.join(r for rev in revs for r in why_not[rev])}"
                for table, revs in revisions.items() if any(why_not[rev] for rev in revs)]
@@ -119,10 +130,12 @@ def main(argv=None) -> int:
                         help="the tier's config file, relative to the checkout (restore compares the claim's section)")
     parser.add_argument("--results", type=Path, default=ROOT / "results",
                         help="the results folder to keep from or restore into (default: the checkout's)")
+    parser.add_argument("--granted", metavar="COMMIT",
+                        help="restore: accept tables written before COMMIT when it is the only training-code change since")
     args = parser.parse_args(argv)
     if args.action == "keep":
         return keep(args.reference, args.claim, args.results)
-    return restore(args.reference, args.claim, args.configfile, args.results)
+    return restore(args.reference, args.claim, args.configfile, args.results, args.granted)
 
 
 if __name__ == "__main__":

@@ -82,3 +82,26 @@ def test_only_the_claims_own_experiment_module_counts(partial):
     assert ":(exclude)src/attncap/experiments/rgr_capacity.py" in paths
     assert not any(p.endswith(f"experiments/{CLAIM}.py") for p in paths)
     assert ":(exclude)src/attncap/claims" in paths
+
+
+def test_a_granted_commit_is_the_only_change_it_excuses(partial, tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / "src" / "attncap").mkdir(parents=True)
+
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo,
+                              capture_output=True, text=True)
+
+    def commit(code):
+        (repo / "src" / "attncap" / "train.py").write_text(code)
+        git("add", "-A"), git("commit", "-qm", code)
+        return git("rev-parse", "HEAD").stdout.strip()
+
+    git("init", "-q")
+    table, fix = commit("v1"), commit("v2: a crash fixed")
+    monkeypatch.setattr(partial, "_git", lambda *args: git(*args))
+    assert "training code changed" in partial.same_training_code(table, CLAIM)
+    assert partial.same_training_code(table, CLAIM, granted=fix) is None
+    later = commit("v3: a change of numbers")
+    assert "training code changed" in partial.same_training_code(table, CLAIM, granted=fix)
+    assert "training code changed" in partial.same_training_code(table, CLAIM, granted=later)  # two changes since
