@@ -42,10 +42,11 @@ def same_training_code(revision: str, claim: str, granted: str | None = None) ->
     else why not."""
     if revision.endswith("+dirty"):
         return f"its revision {revision} had uncommitted changes"
-    diff = _git("diff", "--quiet", revision, "--", *training_code_paths(claim))  # against the working tree
+    paths = training_code_paths(claim)
+    diff = _git("diff", "--quiet", revision, "--", *paths)  # against the working tree
     if diff.returncode == 1 and granted:
-        before = _git("diff", "--quiet", revision, f"{granted}^", "--", *training_code_paths(claim))
-        after = _git("diff", "--quiet", granted, "--", *training_code_paths(claim))
+        before = _git("diff", "--quiet", revision, f"{granted}^", "--", *paths)
+        after = _git("diff", "--quiet", granted, "--", *paths)
         if before.returncode == 0 and after.returncode == 0:
             return None
     if diff.returncode == 1:
