@@ -100,8 +100,24 @@ def keep(reference: Path, claim: str, results: Path) -> int:
     return 0
 
 
+def granted_commit_error(granted: str | None) -> str | None:
+    """None when `granted` is unset or names a commit with a parent in this checkout's history, else why not
+    (without this check an unknown commit reads as the generic "training code changed" refusal)."""
+    if granted is None:
+        return None
+    if _git("rev-parse", "--verify", "--quiet", f"{granted}^{{commit}}").returncode != 0:
+        return f"--granted {granted} is not a commit in this checkout's history"
+    if _git("rev-parse", "--verify", "--quiet", f"{granted}^").returncode != 0:
+        return f"--granted {granted} has no parent: there is no code before it to grant"
+    return None
+
+
 def restore(reference: Path, claim: str, configfile: Path, results: Path, granted: str | None = None) -> int:
     runs, benchmarks, kept_runs, kept_benchmarks = _folders(reference, claim, results)
+    bad_grant = granted_commit_error(granted)
+    if bad_grant:
+        print(f"error: {bad_grant}", file=sys.stderr)
+        return 1
     tables = sorted(kept_runs.glob("*.csv"))
     if not tables:
         print(f"error: {kept_runs} keeps no run tables", file=sys.stderr)

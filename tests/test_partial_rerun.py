@@ -105,3 +105,7 @@ def test_a_granted_commit_is_the_only_change_it_excuses(partial, tmp_path, monke
     later = commit("v3: a change of numbers")
     assert "training code changed" in partial.same_training_code(table, CLAIM, granted=fix)
     assert "training code changed" in partial.same_training_code(table, CLAIM, granted=later)  # two changes since
+    # a granted commit that is not in the history, or has no parent, is named as such, not as a code change
+    assert partial.granted_commit_error(None) is None and partial.granted_commit_error(fix) is None
+    assert "not a commit" in partial.granted_commit_error("0" * 40)
+    assert "has no parent" in partial.granted_commit_error(table)
