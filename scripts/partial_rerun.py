@@ -19,11 +19,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from attncap.config import ConfigError, run_config
+from attncap.config import CLAIMS, ConfigError, run_config
 from attncap.runtime import read_run_csv
 
 ROOT = Path(__file__).resolve().parents[1]
-CLAIMS = sorted(p.stem for p in (ROOT / "src" / "attncap" / "claims").glob("*.py") if not p.stem.startswith("_"))
 
 
 def _git(*args: str) -> subprocess.CompletedProcess:
