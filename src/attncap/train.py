@@ -2,8 +2,9 @@
 
 A batched model keeps every parameter with shape (M, ...) and returns one loss per model. The
 loop minimises the *sum* of those losses; because Adam/AdamW are element-wise, weight decay is
-element-wise and gradient clipping here is per model, model m follows exactly the trajectory it
-would follow if trained alone (tests check this).
+element-wise and gradient clipping here is per model, model m follows the trajectory it would follow
+if trained alone, up to float rounding (tests check this to 1e-4; the batched kernels round differently with
+the number of models, which a chaotic run can amplify over thousands of steps: docs/reliability.md).
 """
 from __future__ import annotations
 
