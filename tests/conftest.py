@@ -1,4 +1,4 @@
-"""Shared test fixtures: repository paths and config loading."""
+"""Shared test fixtures: repository paths, config loading, a fixed code revision for resume tests."""
 from pathlib import Path
 
 import pytest
@@ -11,3 +11,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def smoke_config():
     """A fresh copy of config/smoke.yaml (tests mutate it)."""
     return yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+
+
+@pytest.fixture
+def fixed_revision(monkeypatch):
+    """Pin the code revision that names a job's resumable state (`RunContext._state_path`): a resume test
+    makes two contexts, and a commit or an edit between them (a developer working beside the test run) would
+    otherwise change the revision and, with it, the state files the second one looks for."""
+    monkeypatch.setattr("attncap.experiments.context.git_revision", lambda: "test-revision")

@@ -753,7 +753,7 @@ def _killed_and_resumed(experiment_id, spec, tmp_path, monkeypatch, kill_stack, 
     return whole, resumed, saved, trained
 
 
-def test_a_job_killed_mid_continuation_resumes_bitwise(smoke_config, tmp_path, monkeypatch):
+def test_a_job_killed_mid_continuation_resumes_bitwise(smoke_config, tmp_path, monkeypatch, fixed_revision):
     """Issue 22: a job killed while continuing its runs past the budget resumes from its last checkpoint
     and writes bitwise the table of a job never interrupted."""
     from attncap.experiments.aot_memorization import steps_of
@@ -769,7 +769,7 @@ def test_a_job_killed_mid_continuation_resumes_bitwise(smoke_config, tmp_path, m
     pd.testing.assert_frame_equal(resumed[same], whole[same], check_exact=True)
 
 
-def test_a_killed_job_does_not_retrain_its_finished_stacks(smoke_config, tmp_path, monkeypatch):
+def test_a_killed_job_does_not_retrain_its_finished_stacks(smoke_config, tmp_path, monkeypatch, fixed_revision):
     spec = smoke_config["aot_memorization"]["A1"]
     whole, resumed, saved, trained = _killed_and_resumed("A1", spec, tmp_path, monkeypatch, kill_stack=2, kill_step=9)
     assert saved == [".pkl", ".pt"]  # the first stack's rows, the second's checkpoint

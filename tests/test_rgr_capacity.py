@@ -860,7 +860,7 @@ class _Killed(Exception):
     pass
 
 
-def test_a_killed_search_resumes_bitwise_without_retraining_finished_rounds(tmp_path, monkeypatch):
+def test_a_killed_search_resumes_bitwise_without_retraining_finished_rounds(tmp_path, monkeypatch, fixed_revision):
     """Issue 22: a search job killed inside a training (here the second round's, during its continuation
     past the budget) resumes when run again: finished trainings are read back, the killed one continues from
     its checkpoint, and the search ends with the rows of a job never interrupted."""
