@@ -60,5 +60,6 @@ rule all:
     input:
         "results/claims.md",
         "results/claims_landing.rst",
+        "results/claims.html",
         [path for claim in config["claims"] for path in FINAL_TARGETS[claim]],
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from attncap.claims import render_landing
+from attncap.claims import render_checks, render_landing
 from attncap.claims.evaluate import TableError, check_coverage, coverage_problems, evaluate_claim, read_table
 from attncap.jobrun import describe_signal
 from attncap.runtime import atomic_path, write_csv
@@ -118,7 +118,7 @@ def test_every_claim_names_the_cells_of_its_tables(config_name):
 def test_analyze_rule_removes_the_verdict_table_first():
     """While a claim's verdicts are recomputed (and after that fails) results/claims.md is gone, not stale."""
     command = Rules({"tier": "smoke", "seed": 0, "device": "cpu"}).analyze_command("retrieval_capacity")
-    assert command.startswith("rm -f results/claims.md results/claims_landing.rst && ")
+    assert command.startswith("rm -f results/claims.md results/claims_landing.rst results/claims.html && ")
     assert "--spec {params.spec:q}" in command and "{input:q}" in command
 
 
@@ -271,7 +271,26 @@ def test_landing_page_states_tier_revision_and_totals():
 
     html = publish_parts(text, writer="html")["html_body"]
     assert "Verdicts per claim" in html and "system-message" not in html
-    assert "Checks of retrieval_capacity" in html and "law_b" in html and "not resolved: *a*" in html
+    # the landing stays short (the report loses the top of a page taller than the window): no check is listed
+    assert "law_b" not in html and "law_a" not in html
+    checks = render_checks(documents)
+    assert "Checks of retrieval_capacity" in checks and "law_b" in checks and "not resolved: *a*" in checks
+    assert 'class="system-message"' not in checks and "Checks of rgr_capacity" in checks
+
+
+def test_landing_page_stays_short_at_the_default_tier():
+    """The landing's length does not grow with the checks: on the default reference's 57 checks it is as long
+    as on the same claims with one check each, bar one line per withheld cause (the report cuts the top of a
+    page taller than its window). A revision shared by several claims is listed once."""
+    documents = [json.loads(p.read_text()) for p in sorted((ROOT / "reference" / "default" / "claims").glob("*.json"))]
+    assert len(documents) == 5
+    one_each = [dict(d, checks=d["checks"][:1]) for d in documents]
+    full, short = render_landing(documents), render_landing(one_each)
+    causes = len({c.get("withheld") for d in documents for c in d["checks"] if c.get("withheld")})
+    assert len(full.splitlines()) <= len(short.splitlines()) + causes + 2
+    revisions = next(line for line in full.splitlines() if line.startswith(":Revision:"))
+    listed = [r.strip() for r in revisions.removeprefix(":Revision:").split(",")]
+    assert len(listed) == len(set(listed))
 
 
 def test_provenance_columns_stay_text(tmp_path, e2_section):

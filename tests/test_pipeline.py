@@ -61,13 +61,15 @@ def test_report_renders_with_captions(smoke_run):
                        cwd=smoke_run)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (smoke_run / "results" / "report.html").stat().st_size > 50_000
-    # the report opens on the landing page: the verdict totals per claim, then every claim's checks
+    # the report opens on the landing page (the verdict totals per claim); every claim's checks are on its
+    # page of every check, in category verdicts
     landing = (smoke_run / "results" / "claims_landing.rst").read_text()
     assert "Verdicts per claim" in landing
+    checks = (smoke_run / "results" / "claims.html").read_text()
     for path in (smoke_run / "results" / "claims").glob("*.json"):
         document = json.loads(path.read_text())
-        assert f"Checks of {document['claim']}" in landing
-        assert all(f"``{c['id']}``" in landing for c in document["checks"])
+        assert f"Checks of {document['claim']}" in checks
+        assert all(f">{c['id']}<" in checks for c in document["checks"])
 
 
 def test_run_rows_carry_provenance(smoke_run):

@@ -125,7 +125,7 @@ class Rules:
         # results/claims.md is removed first: while this claim's verdicts are recomputed (or after they
         # failed to be), the table over all verdicts must not go on showing the old ones
         return (
-            f"rm -f results/claims.md results/claims_landing.rst && "
+            f"rm -f results/claims.md results/claims_landing.rst results/claims.html && "
             f"{JOB} -- python scripts/evaluate_claim.py {claim} {{input:q}} --spec {{params.spec:q}} "
             f"--tier {shell_arg(self.tier)} --json {{output.claims:q}} --summary {{output.summary:q}}"
         )

@@ -1,4 +1,5 @@
-# The verdict table over all enabled claims, and the report's landing page (tier, revision, verdict totals).
+# The verdict table over all enabled claims, the report's landing page (tier, revision, verdict totals) and its
+# page of every check (verdict, measured numbers, reason).
 
 
 rule claims_table:
@@ -7,12 +8,13 @@ rule claims_table:
     output:
         table=report_if_built("results/claims.md", caption="../report/claims.rst", category="verdicts"),
         landing="results/claims_landing.rst",
+        checks=report_if_built("results/claims.html", caption="../report/checks.rst", category="verdicts"),
     conda:
         "../../envs/attncap.yaml"
     log:
         "results/logs/claims_table.log",
     shell:
-        "python -m attncap.jobrun --log {log:q} -- python scripts/render_claims.py {input:q} --out {output.table:q} --landing {output.landing:q}"
+        "python -m attncap.jobrun --log {log:q} -- python scripts/render_claims.py {input:q} --out {output.table:q} --landing {output.landing:q} --checks {output.checks:q}"
 
 
 # `snakemake reference --cores 2`: freeze this tier's run as reference/<tier>/ (committed; refresh it
