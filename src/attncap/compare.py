@@ -33,7 +33,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
-from attncap.claims import INCONCLUSIVE
+from attncap.claims import INCONCLUSIVE, revisions_of
 
 EXACT_REL = 1e-6
 TRAINED_REL = 0.05
@@ -215,8 +215,7 @@ def write_reference(results, target, *, figures: list[str] = (), wall_time_s: fl
     # work ran in a forked warm interpreter that the benchmark does not see (warm_start, attncap.warmstart)
     job_seconds = sum(_job_seconds(path, job_time) for path in benchmarks)
     tiers = sorted({d["tier"] for d in documents.values()})
-    revisions = sorted({r for d in documents.values()
-                        for r in d.get("provenance", {}).get("git_revision", "unknown").split(", ")})
+    revisions = revisions_of(documents.values())
     provenance = {
         "tier": ", ".join(tiers), "git_revision": ", ".join(revisions),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),

@@ -448,10 +448,17 @@ def claim_document(claim: str, title: str, tier: str, checks: Iterable[Check], p
     return {"claim": claim, "title": title, "tier": tier, "provenance": provenance, "checks": checks}
 
 
+def revisions_of(documents: Iterable[dict]) -> list[str]:
+    """The code revisions verdict documents were built from, each once: a document built from tables of
+    several revisions names them all in one string ("a, b"), and claims share revisions."""
+    return sorted({r.strip() for d in documents
+                   for r in str(d.get("provenance", {}).get("git_revision", "unknown")).split(",")})
+
+
 def render_markdown(documents: Sequence[dict]) -> str:
     """One table for all claims, with the tier and revision it was built from."""
     tiers = sorted({d["tier"] for d in documents})
-    revisions = sorted({d.get("provenance", {}).get("git_revision", "unknown") for d in documents})
+    revisions = revisions_of(documents)
     lines = [
         "# attncap: verdicts",
         "",
@@ -547,8 +554,7 @@ def render_landing(documents: Sequence[dict]) -> str:
     it beside the rule graph in a column that does not scroll up, so a page taller than the window loses its
     top (the title and the totals). Every check's verdict, numbers and reason is on `render_checks`' page."""
     tiers = ", ".join(sorted({d["tier"] for d in documents})) or "none"
-    revisions = ", ".join(sorted({r.strip() for d in documents
-                                  for r in str(d.get("provenance", {}).get("git_revision", "unknown")).split(",")}))
+    revisions = ", ".join(revisions_of(documents))
     totals = verdict_totals(documents)
     title = "attncap: verdicts"
     lines = [
