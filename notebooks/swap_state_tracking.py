@@ -605,7 +605,7 @@ if len(readouts) and len(s5):
         ax.set_xscale("log", base=2)
         ax.axhline(0.95, ls=":", color="grey")
         plotting.label(ax, f"n = {n}", "test length (swaps)", "accuracy (last quarter)")
-    one_legend(axes, "readout")
+    one_legend(axes, None)  # seaborn already heads its two sections, "readout" and "source"
     plotting.save(fig, figures, CLAIM, "readout_length")
     plt.show()
 else:
